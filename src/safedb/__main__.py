@@ -1,0 +1,3 @@
+from safedb.cli import main
+
+main(prog_name="safedb")

@@ -1,0 +1,85 @@
+"""Binding an approval to exactly one statement and one classification, once, for a limited time."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+import time
+import uuid
+from dataclasses import asdict, dataclass
+
+from safedb.sql.classification import Classification
+
+
+def digest(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+@dataclass(frozen=True)
+class ApprovalTicket:
+    """What a pending question is about. Carried (sealed by the SDK) in `requestState` on 2026-07-28."""
+
+    id: str
+    statement: str
+    """SHA-256 of the statement text."""
+    changes: str
+    """SHA-256 of what the statement was classified to do, so a changed schema means a new question."""
+    expires: float
+    """Unix time after which an answer no longer counts."""
+
+    @classmethod
+    def issue(cls, classification: Classification, ttl: float) -> ApprovalTicket:
+        return cls(
+            id=uuid.uuid4().hex,
+            statement=digest(classification.statement),
+            changes=changes_digest(classification),
+            expires=time.time() + ttl,
+        )
+
+    def covers(self, classification: Classification) -> bool:
+        """True while the ticket is valid for this exact statement and classification."""
+        return (
+            self.statement == digest(classification.statement)
+            and self.changes == changes_digest(classification)
+            and time.time() < self.expires
+        )
+
+    def encode(self) -> str:
+        return json.dumps({"v": 1, **asdict(self)}, separators=(",", ":"))
+
+    @classmethod
+    def decode(cls, text: str | None) -> ApprovalTicket | None:
+        """The ticket in `text`, or None when there is none or it is not one of ours."""
+        if not text:
+            return None
+        try:
+            data = json.loads(text)
+            if data.pop("v") != 1:
+                return None
+            return cls(id=str(data["id"]), statement=str(data["statement"]), changes=str(data["changes"]),
+                       expires=float(data["expires"]))  # fmt: skip
+        except (ValueError, KeyError, TypeError, AttributeError):
+            return None
+
+
+def changes_digest(classification: Classification) -> str:
+    return digest("\n".join(sorted(str(change) for change in classification.changes)))
+
+
+class UsedTickets:
+    """Tickets whose answer has been acted on: an answer counts once (in-process record)."""
+
+    def __init__(self) -> None:
+        self._used: dict[str, float] = {}
+        self._lock = threading.Lock()
+
+    def consume(self, ticket: ApprovalTicket) -> bool:
+        """Mark the ticket used; False when it already was."""
+        now = time.time()
+        with self._lock:
+            self._used = {key: expiry for key, expiry in self._used.items() if expiry > now}
+            if ticket.id in self._used:
+                return False
+            self._used[ticket.id] = ticket.expires
+            return True

@@ -1,0 +1,84 @@
+"""The `SafetyVerification` form and the rules that turn an answer into a decision."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+Environment = Literal["Development", "Staging", "Production"]
+
+
+class SafetyVerification(BaseModel):
+    """The answer SafeDB asks for before a statement that changes anything."""
+
+    model_config = ConfigDict(extra="forbid", title="SafetyVerification")
+
+    confirm: bool = Field(title="Run this statement?", description="Must be true for the statement to run.")
+    justification: str = Field(
+        title="Justification",
+        description="Why this change is needed. Production changes need at least 10 characters.",
+    )
+    environment: Environment = Field(
+        title="Environment", description="The environment you intend to change: Development, Staging or Production."
+    )
+
+
+class Answer(StrEnum):
+    """How the person answered the elicitation itself."""
+
+    ACCEPT = "accept"
+    DECLINE = "decline"
+    CANCEL = "cancel"
+
+
+class Verdict(StrEnum):
+    APPROVED = "approved"
+    DECLINED = "declined"
+    CANCELLED = "cancelled"
+    NOT_CONFIRMED = "not_confirmed"
+    BLOCKED = "blocked"
+    INVALID = "invalid"
+
+
+@dataclass(frozen=True)
+class Decision:
+    verdict: Verdict
+    reason: str
+    verification: SafetyVerification | None = None
+
+    @property
+    def approved(self) -> bool:
+        return self.verdict is Verdict.APPROVED
+
+
+@dataclass(frozen=True)
+class ApprovalRules:
+    min_production_justification: int = 10
+
+
+def decide(answer: Answer, verification: SafetyVerification | None, rules: ApprovalRules) -> Decision:
+    """Apply the approval rules to one elicitation answer."""
+    if answer is Answer.DECLINE:
+        return Decision(Verdict.DECLINED, "The request was declined. The statement was not run; nothing changed.")
+    if answer is Answer.CANCEL:
+        return Decision(Verdict.CANCELLED, "The request was cancelled. The statement was not run; nothing changed.")
+    if verification is None:
+        return Decision(Verdict.INVALID, "The answer did not match the SafetyVerification form. Nothing was run.")
+    if not verification.confirm:
+        return Decision(
+            Verdict.NOT_CONFIRMED,
+            "The statement was not confirmed (confirm=false). It was not run; nothing changed.",
+            verification,
+        )
+    minimum = rules.min_production_justification
+    if verification.environment == "Production" and len(verification.justification.strip()) < minimum:
+        return Decision(
+            Verdict.BLOCKED,
+            f"Blocked: a Production change needs a justification of at least {minimum} characters. "
+            "The statement was not run; nothing changed.",
+            verification,
+        )
+    return Decision(Verdict.APPROVED, "Approved.", verification)

@@ -1,0 +1,128 @@
+"""The `safedb` command. Commands parse their options and delegate; errors end as one clear line."""
+
+from __future__ import annotations
+
+import logging
+import sys
+from pathlib import Path
+
+import anyio
+import click
+
+from safedb import __version__
+from safedb.db.backend import QueryLimits
+from safedb.db.demo import ensure_demo_database
+from safedb.db.sqlite import SqliteDatabase
+from safedb.errors import SafeDBError
+from safedb.server import app
+from safedb.settings import Settings, Transport, default_data_dir
+
+logger = logging.getLogger("safedb")
+
+
+def _configure_logging(level: str) -> None:
+    """Logs go to stderr: on stdio, stdout carries only the protocol."""
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    logging.basicConfig(level=level.upper(), handlers=[handler], force=True)
+    # sqlglot warns about every statement form it only partly understands; SafeDB treats those as unknown.
+    logging.getLogger("sqlglot").setLevel(logging.ERROR)
+    logging.getLogger("httpx").setLevel(logging.WARNING)
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.version_option(__version__, prog_name="safedb")
+def main() -> None:
+    """SafeDB: let AI agents use a real database through MCP, asking a person before anything changes."""
+
+
+@main.command()
+@click.option(
+    "--database", "-d", type=click.Path(dir_okay=False, path_type=Path), envvar="SAFEDB_DATABASE",
+    help="SQLite database file to serve. Default: the demo database (created on first run).",
+)  # fmt: skip
+@click.option(
+    "--transport", type=click.Choice([t.value for t in Transport]), default="http", show_default=True,
+    envvar="SAFEDB_TRANSPORT", help="http: Streamable HTTP at http://HOST:PORT/mcp. stdio: speak MCP on stdin/stdout.",
+)  # fmt: skip
+@click.option("--host", default="127.0.0.1", show_default=True, envvar="SAFEDB_HOST", help="HTTP address to listen on.")
+@click.option(
+    "--port", type=click.IntRange(0, 65535), default=8000, show_default=True, envvar="SAFEDB_PORT",
+    help="HTTP port to listen on.",
+)  # fmt: skip
+@click.option(
+    "--max-rows", type=click.IntRange(min=1), default=500, show_default=True, envvar="SAFEDB_MAX_ROWS",
+    help="Most rows one query returns; more are cut off and the result says truncated=true.",
+)  # fmt: skip
+@click.option(
+    "--max-result-bytes", type=click.IntRange(min=1024), default=512 * 1024, show_default=True,
+    envvar="SAFEDB_MAX_RESULT_BYTES", help="About how many bytes of values one query returns.",
+)  # fmt: skip
+@click.option(
+    "--statement-timeout", type=click.FloatRange(min=0.1), default=30.0, show_default=True,
+    envvar="SAFEDB_STATEMENT_TIMEOUT", help="Seconds a statement may run before it is stopped.",
+)  # fmt: skip
+@click.option(
+    "--allow-path", "allowed_paths", multiple=True, envvar="SAFEDB_ALLOWED_PATHS",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Directory that ATTACH and VACUUM INTO may use (repeatable). Outside these they are refused.",
+)  # fmt: skip
+@click.option(
+    "--data-dir", type=click.Path(file_okay=False, path_type=Path), envvar="SAFEDB_DATA_DIR",
+    help=f"Where the demo database lives. Default: {default_data_dir()}",
+)  # fmt: skip
+@click.option(
+    "--log-level", type=click.Choice(["debug", "info", "warning", "error"]), default="info", show_default=True,
+    envvar="SAFEDB_LOG_LEVEL",
+)  # fmt: skip
+def serve(
+    database: Path | None,
+    transport: str,
+    host: str,
+    port: int,
+    max_rows: int,
+    max_result_bytes: int,
+    statement_timeout: float,
+    allowed_paths: tuple[Path, ...],
+    data_dir: Path | None,
+    log_level: str,
+) -> None:
+    """Serve a database over MCP (Streamable HTTP by default, or stdio).
+
+    Read-only SQL runs at once; anything that could change the database asks the person at the client
+    first, through MCP elicitation.
+    """
+    _configure_logging(log_level)
+    settings = Settings(
+        database=database,
+        data_dir=data_dir or default_data_dir(),
+        transport=Transport(transport),
+        host=host,
+        port=port,
+        limits=QueryLimits(max_rows=max_rows, max_bytes=max_result_bytes, statement_timeout=statement_timeout),
+        allowed_paths=tuple(path.resolve() for path in allowed_paths),
+    )
+    try:
+        path = settings.database or ensure_demo_database(settings.data_dir)
+        db = SqliteDatabase(path, settings.limits, readers=settings.readers)
+    except (SafeDBError, OSError) as exc:
+        raise click.ClickException(str(exc)) from None
+    server = app.build_server(settings, db)
+    try:
+        if settings.transport is Transport.STDIO:
+            logger.info("SafeDB %s serving %s over stdio", __version__, path)
+            anyio.run(app.serve_stdio, server)
+        else:
+            try:
+                listener = app.bind(settings.host, settings.port)
+            except OSError as exc:
+                raise click.ClickException(
+                    f"Cannot listen on {settings.host}:{settings.port}: {exc.strerror}"
+                ) from None
+            url = f"http://{settings.host}:{listener.getsockname()[1]}/mcp"
+            click.echo(f"SafeDB {__version__} serving {path} at {url}", err=True)
+            anyio.run(app.serve_http, server, settings, listener)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        anyio.run(db.aclose)

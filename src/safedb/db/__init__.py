@@ -1,0 +1,1 @@
+"""Database backends behind one protocol (`safedb.db.backend.Database`)."""

@@ -1,0 +1,105 @@
+"""What every database backend offers, and the values it returns."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol, TypeAlias
+
+from safedb.sql.classification import Classification
+
+Value: TypeAlias = bool | int | float | str | dict[str, str] | None
+"""A JSON-ready cell value; a BLOB becomes `{"base64": "..."}`."""
+
+
+@dataclass(frozen=True)
+class QueryLimits:
+    """Bounds on the work one call may do."""
+
+    max_rows: int = 500
+    max_bytes: int = 512 * 1024
+    statement_timeout: float = 30.0
+    """Seconds a statement may run before the database stops it."""
+    preview_timeout: float = 5.0
+    """Seconds the impact preview (a rolled-back dry run) may take."""
+
+
+@dataclass(frozen=True)
+class ResultSet:
+    columns: tuple[str, ...]
+    rows: tuple[tuple[Value, ...], ...]
+    truncated: bool
+    """True when rows were left out because of the row or byte cap."""
+
+
+@dataclass(frozen=True)
+class WriteOutcome:
+    rows_affected: int | None
+    """Rows the statement itself inserted, updated or deleted; None for statements without a row count."""
+    returned: ResultSet | None = None
+    """Rows from a RETURNING clause."""
+
+
+@dataclass(frozen=True)
+class Impact:
+    """What an approved statement would do, measured without changing anything."""
+
+    lines: tuple[str, ...]
+    rows_affected: int | None = None
+
+
+@dataclass(frozen=True)
+class ColumnInfo:
+    name: str
+    type: str
+    nullable: bool
+    default: str | None
+    primary_key: bool
+
+
+@dataclass(frozen=True)
+class TableInfo:
+    name: str
+    type: str
+    """`table`, `view` or `virtual table`."""
+
+
+@dataclass(frozen=True)
+class TableDescription:
+    name: str
+    type: str
+    columns: tuple[ColumnInfo, ...]
+    row_count: int | None
+    sql: str | None
+
+
+class Database(Protocol):
+    """A database SafeDB stands in front of. Every method is safe to call from the event loop."""
+
+    @property
+    def label(self) -> str:
+        """Short human description, e.g. `sqlite demo.db`."""
+        ...
+
+    async def classify(self, sql: str) -> Classification:
+        """What the statement would do, without doing it."""
+        ...
+
+    async def read(self, classification: Classification) -> ResultSet:
+        """Run a read-only statement where the database itself refuses writes."""
+        ...
+
+    async def preview(self, classification: Classification) -> Impact:
+        """Measure the effect of a changing statement without keeping it."""
+        ...
+
+    async def write(self, approved: Classification) -> WriteOutcome:
+        """Run an approved statement in its own transaction; it must still do only what was approved."""
+        ...
+
+    async def list_tables(self) -> list[TableInfo]: ...
+
+    async def describe_table(self, name: str) -> TableDescription | None:
+        """None when there is no table or view of that name."""
+        ...
+
+    async def aclose(self) -> None: ...

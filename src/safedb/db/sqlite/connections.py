@@ -1,0 +1,113 @@
+"""SQLite connections with their guards: read-only readers, one writer, time limits.
+
+Readers are opened read-only (`mode=ro`) with `PRAGMA query_only`, so SQLite itself refuses to
+write through them, and an authorizer refuses what read-only mode does not cover (pragmas that
+change settings, ATTACH, transaction control, extension loading). The writer runs only approved
+statements, and only what was approved: its authorizer lets through the approved statement's own
+authorizer events and plain reads, nothing else.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from safedb.errors import DatabaseOpenError, QueryFailed, QueryTimeout
+from safedb.sql.sqlite_actions import Action, AuthorizerEvent, is_read_event
+
+# How many SQLite virtual-machine steps run between two checks of the time limit.
+_PROGRESS_STEPS = 1000
+
+_ALWAYS_REFUSED_ON_READERS = frozenset(
+    {Action.ATTACH, Action.DETACH, Action.TRANSACTION, Action.SAVEPOINT, Action.PRAGMA, Action.FUNCTION}
+)
+
+Authorizer = Callable[[int, str | None, str | None, str | None, str | None], int]
+
+
+def quote_identifier(name: str) -> str:
+    """An SQLite identifier in double quotes, for names taken from the catalog."""
+    return '"' + name.replace('"', '""') + '"'
+
+
+def reader_authorizer(code: int, arg1: str | None, arg2: str | None, schema: str | None, source: str | None) -> int:
+    """Refuse, on a reader, what read-only mode would not stop by itself."""
+    event = AuthorizerEvent(code, arg1, arg2, schema, source)
+    if code in _ALWAYS_REFUSED_ON_READERS and not is_read_event(event):
+        return sqlite3.SQLITE_DENY
+    return sqlite3.SQLITE_OK
+
+
+class GuardedConnection:
+    """One sqlite3 connection, used by one thread at a time, with a per-call time limit."""
+
+    def __init__(self, connection: sqlite3.Connection, authorizer: Authorizer | None) -> None:
+        self.connection = connection
+        self.default_authorizer = authorizer
+        self._lock = threading.Lock()
+        self._deadline = float("inf")
+        connection.set_authorizer(authorizer)
+        connection.set_progress_handler(self._past_deadline, _PROGRESS_STEPS)
+
+    def _past_deadline(self) -> bool:
+        return time.monotonic() > self._deadline
+
+    @contextmanager
+    def session(self, seconds: float) -> Iterator[sqlite3.Connection]:
+        """Hold the connection for one unit of work; past `seconds`, SQLite stops and QueryTimeout is raised."""
+        with self._lock:
+            self._deadline = time.monotonic() + seconds
+            try:
+                yield self.connection
+            except sqlite3.Error as exc:
+                if str(exc) == "interrupted":
+                    raise QueryTimeout(seconds) from exc
+                raise QueryFailed(f"The database reported an error: {exc}") from exc
+            finally:
+                self._deadline = float("inf")
+                self.connection.set_authorizer(self.default_authorizer)
+
+    def close(self) -> None:
+        with self._lock:
+            self.connection.close()
+
+
+def open_reader(path: Path) -> GuardedConnection:
+    uri = path.resolve().as_uri() + "?mode=ro"
+    connection = _connect(uri, uri=True)
+    connection.execute("PRAGMA query_only = ON")
+    return GuardedConnection(connection, reader_authorizer)
+
+
+def open_writer(path: Path) -> GuardedConnection:
+    connection = _connect(str(path), uri=False)
+    connection.execute("PRAGMA busy_timeout = 5000")
+    return GuardedConnection(connection, None)
+
+
+def check_database_file(path: Path) -> None:
+    """Raise DatabaseOpenError unless `path` is an existing, readable SQLite database."""
+    if not path.exists():
+        raise DatabaseOpenError(f"Database file not found: {path}")
+    if not path.is_file():
+        raise DatabaseOpenError(f"Not a file: {path}")
+    uri = path.resolve().as_uri() + "?mode=ro"
+    try:
+        connection = sqlite3.connect(uri, uri=True)
+        try:
+            connection.execute("SELECT count(*) FROM sqlite_schema").fetchone()
+        finally:
+            connection.close()
+    except sqlite3.DatabaseError as exc:
+        raise DatabaseOpenError(f"Cannot open {path} as an SQLite database: {exc}") from exc
+
+
+def _connect(target: str, *, uri: bool) -> sqlite3.Connection:
+    try:
+        return sqlite3.connect(target, uri=uri, check_same_thread=False, isolation_level=None)
+    except sqlite3.Error as exc:
+        raise DatabaseOpenError(f"Cannot open the database: {exc}") from exc

@@ -1,0 +1,80 @@
+"""The impact preview: what an approved statement would do, measured and then rolled back."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable
+
+from safedb.db.backend import Impact
+from safedb.db.sqlite.connections import quote_identifier
+from safedb.sql.classification import ChangeCategory, ChangeKind, Classification, ObjectType
+
+Authorizer = Callable[[int, str | None, str | None, str | None, str | None], int]
+
+
+def measure_impact(connection: sqlite3.Connection, classification: Classification, authorizer: Authorizer) -> Impact:
+    """Dry-run data changes inside a transaction that is always rolled back; count rows for schema changes.
+
+    Runs on the writer connection, under `authorizer` (only the statement's own actions), within the
+    connection's time limit. A preview that fails says why instead of raising: the question is still asked.
+    """
+    if set(classification.categories) == {ChangeCategory.DATA}:
+        return _dry_run(connection, classification, authorizer)
+    return Impact(lines=tuple(_schema_lines(connection, classification)))
+
+
+def _dry_run(connection: sqlite3.Connection, classification: Classification, authorizer: Authorizer) -> Impact:
+    try:
+        connection.execute("BEGIN IMMEDIATE")
+    except sqlite3.OperationalError as exc:
+        return Impact(lines=(f"Impact preview unavailable: {exc}.",))
+    try:
+        before = connection.total_changes
+        connection.set_authorizer(authorizer)
+        cursor = connection.execute(classification.statement)
+        while cursor.fetchmany(256):
+            pass
+        direct = max(cursor.rowcount, 0)
+        total = connection.total_changes - before
+    except sqlite3.Error as exc:
+        reason = "it ran past the time limit" if str(exc) == "interrupted" else f"SQLite reported: {exc}"
+        return Impact(lines=(f"Impact preview: the dry run did not finish ({reason}).",))
+    finally:
+        connection.set_authorizer(None)
+        connection.execute("ROLLBACK")
+    verb = ", ".join(str(kind) for kind in classification.kinds)
+    line = f"{_rows(direct)} would be affected ({verb}), measured by a dry run that was rolled back"
+    if total > direct:
+        line += f"; {_rows(total)} in all, including changes made by triggers"
+    return Impact(lines=(line + ".",), rows_affected=direct)
+
+
+def _schema_lines(connection: sqlite3.Connection, classification: Classification) -> list[str]:
+    lines = []
+    for change in classification.changes:
+        target = change.target
+        if target.type is not ObjectType.TABLE or change.kind in (ChangeKind.CREATE, ChangeKind.ANALYZE):
+            continue
+        count = _row_count(connection, target.name, target.schema)
+        if count is None:
+            continue
+        if change.kind is ChangeKind.DROP:
+            lines.append(f"DROP TABLE {target.name}: {_rows(count)} will be lost.")
+        else:
+            lines.append(f"{str(change.kind).upper()} {target}: the table holds {_rows(count)}.")
+    return lines
+
+
+def _row_count(connection: sqlite3.Connection, table: str, schema: str | None) -> int | None:
+    qualified = quote_identifier(table)
+    if schema:
+        qualified = f"{quote_identifier(schema)}.{qualified}"
+    try:
+        (count,) = connection.execute(f"SELECT count(*) FROM {qualified}").fetchone()
+    except sqlite3.Error:
+        return None
+    return int(count)
+
+
+def _rows(count: int) -> str:
+    return f"{count:,} row" + ("" if count == 1 else "s")

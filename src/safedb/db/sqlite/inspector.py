@@ -1,0 +1,73 @@
+"""Ask SQLite what a statement would do: compile it under a recording authorizer, never run it."""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+
+from safedb.errors import EmptyStatement, InvalidStatement, MultipleStatements
+from safedb.sql.classification import Classification
+from safedb.sql.sqlite_actions import Action, AuthorizerEvent, classify_events, is_read_event, writes_in_program
+from safedb.sql.structure import statement_shape
+
+# Whitespace and SQL comments (an unterminated block comment runs to the end, as in SQLite).
+_LEADING_NOISE = re.compile(r"(?:\s+|--[^\n]*(?:\n|$)|/\*.*?(?:\*/|$))*", re.DOTALL)
+_WORD = re.compile(r"[A-Za-z_]+")
+
+
+def leading_keyword(sql: str) -> str | None:
+    """The first word of the statement after whitespace, comments and empty statements, upper-cased."""
+    rest = sql
+    while (stripped := _strip_noise(rest)) != rest:
+        rest = stripped
+    word = _WORD.match(rest)
+    return word.group(0).upper() if word else None
+
+
+def _strip_noise(text: str) -> str:
+    noise = _LEADING_NOISE.match(text)
+    return text[noise.end() if noise else 0 :].lstrip(";")
+
+
+def inspect_statement(connection: sqlite3.Connection, sql: str) -> Classification:
+    """Classify one statement by compiling it on `connection` (a read-only one) without running it.
+
+    The statement is compiled as `EXPLAIN <statement>`, which lists the program instead of running
+    it. A statement that already starts with EXPLAIN is compiled as it is. Pragmas that would change
+    a setting are refused by the recording authorizer, because SQLite applies some of them while
+    compiling.
+
+    Raises:
+        EmptyStatement, MultipleStatements, TransactionControl, InvalidStatement.
+    """
+    keyword = leading_keyword(sql)
+    if keyword is None:
+        raise EmptyStatement
+    explain_only = keyword == "EXPLAIN"
+    events: list[AuthorizerEvent] = []
+    refused: list[AuthorizerEvent] = []
+
+    def record(code: int, arg1: str | None, arg2: str | None, schema: str | None, source: str | None) -> int:
+        event = AuthorizerEvent(code, arg1, arg2, schema, source)
+        events.append(event)
+        if code == Action.PRAGMA and not is_read_event(event):
+            refused.append(event)
+            return sqlite3.SQLITE_DENY
+        return sqlite3.SQLITE_OK
+
+    connection.set_authorizer(record)
+    try:
+        cursor = connection.execute(sql if explain_only else f"EXPLAIN {sql}")
+        program = [] if explain_only else [(str(row[1]), int(row[3])) for row in cursor.fetchall()]
+    except sqlite3.ProgrammingError as exc:
+        if "one statement at a time" in str(exc):
+            raise MultipleStatements from exc
+        raise InvalidStatement(f"SQLite cannot run this statement: {exc}") from exc
+    except sqlite3.DatabaseError as exc:
+        if not refused:
+            raise InvalidStatement(f"SQLite cannot run this statement: {exc}") from exc
+        program = []
+    except ValueError as exc:  # e.g. a NUL character in the text
+        raise InvalidStatement(f"SQLite cannot run this statement: {exc}") from exc
+    shape = statement_shape(sql, "sqlite")
+    return classify_events(sql, events, writes_in_program(program), shape, explain_only=explain_only)

@@ -1,0 +1,82 @@
+"""One exception tree for SafeDB.
+
+    SafeDBError
+    ├── ConfigurationError        bad settings or command-line input; nothing started
+    ├── DatabaseOpenError         the database cannot be opened (missing, not a database, unreachable)
+    ├── StatementRefused          the statement is never run, whatever anyone answers
+    │   ├── EmptyStatement
+    │   ├── MultipleStatements
+    │   ├── TransactionControl
+    │   ├── InvalidStatement      the database cannot prepare it (syntax error, unknown table...)
+    │   └── DeniedByPolicy        on the deny list (extension loading, files outside allowed paths...)
+    ├── QueryFailed               the database raised an error while running the statement
+    │   └── QueryTimeout          the statement ran past its time limit and was interrupted
+    └── ApprovalReused            an answer that was already acted on came back (a replay)
+
+The server turns each of these into a tool error whose text is the exception's message; anything
+else becomes a generic error and is logged, so internals never reach the client.
+"""
+
+from __future__ import annotations
+
+
+class SafeDBError(Exception):
+    """Base of every error SafeDB raises on purpose; its message is safe to show to users."""
+
+
+class ConfigurationError(SafeDBError):
+    """Invalid settings or command-line input."""
+
+
+class DatabaseOpenError(SafeDBError):
+    """The database could not be opened."""
+
+
+class StatementRefused(SafeDBError):
+    """The statement will not be run, and no approval can change that."""
+
+
+class EmptyStatement(StatementRefused):
+    def __init__(self) -> None:
+        super().__init__("The query is empty: send exactly one SQL statement.")
+
+
+class MultipleStatements(StatementRefused):
+    def __init__(self) -> None:
+        super().__init__(
+            "The query contains more than one statement. SafeDB runs exactly one statement per call; "
+            "nothing was run. Send each statement in its own call."
+        )
+
+
+class TransactionControl(StatementRefused):
+    def __init__(self, verb: str) -> None:
+        super().__init__(
+            f"Transaction control ({verb}) is not accepted: SafeDB runs each approved statement in its own "
+            "transaction. Nothing was run."
+        )
+
+
+class InvalidStatement(StatementRefused):
+    """The database could not prepare the statement."""
+
+
+class DeniedByPolicy(StatementRefused):
+    """The statement is on the deny list."""
+
+
+class QueryFailed(SafeDBError):
+    """The database reported an error while running the statement; its transaction was rolled back."""
+
+
+class QueryTimeout(QueryFailed):
+    def __init__(self, seconds: float) -> None:
+        super().__init__(f"The statement ran longer than the {seconds:g} s time limit and was stopped.")
+
+
+class ApprovalReused(SafeDBError):
+    def __init__(self) -> None:
+        super().__init__(
+            "This approval was already used. An approval runs its statement once; the statement was not run "
+            "again. Call the tool again to ask anew."
+        )

@@ -1,0 +1,1 @@
+"""Thin MCP wiring: tools, both protocol eras, transports."""

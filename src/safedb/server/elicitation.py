@@ -1,0 +1,104 @@
+"""Asking the person at the client, in whichever protocol era the request speaks.
+
+Handshake era (2025-06-18, 2025-11-25): the server sends `elicitation/create` in the middle of the
+tool call and waits for the answer. 2026-07-28: the tool returns an `InputRequiredResult` with the
+question and a ticket in `requestState` (sealed by the SDK); the client retries the call with the
+answer, and the ticket binds that answer to this statement, once.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+from mcp.server.elicitation import render_elicitation_schema
+from mcp.server.mcpserver import Context
+from mcp.shared.exceptions import MCPError
+from mcp_types import ElicitRequest, ElicitRequestFormParams, ElicitResult, InputRequiredResult
+from mcp_types.version import is_version_at_least
+from pydantic import ValidationError
+
+from safedb.approval.binding import ApprovalTicket, UsedTickets
+from safedb.approval.verification import Answer, SafetyVerification
+from safedb.errors import ApprovalReused
+from safedb.sql.classification import Classification
+
+logger = logging.getLogger(__name__)
+
+APPROVAL_KEY = "safedb_approval"
+_INPUT_REQUIRED_VERSION = "2026-07-28"
+SAFETY_SCHEMA = render_elicitation_schema(SafetyVerification)
+
+
+@dataclass(frozen=True)
+class Reply:
+    answer: Answer
+    verification: SafetyVerification | None
+    """The validated form; None when declined, cancelled, or the content did not fit the form."""
+
+
+def client_can_elicit(ctx: Context[Any, Any]) -> bool:
+    """True when the client declared form elicitation (a bare `elicitation: {}` means form)."""
+    capabilities = ctx.client_capabilities
+    elicitation = capabilities.elicitation if capabilities is not None else None
+    return elicitation is not None and (elicitation.form is not None or elicitation.url is None)
+
+
+def uses_input_required(ctx: Context[Any, Any]) -> bool:
+    version = ctx.protocol_version
+    return version is not None and is_version_at_least(version, _INPUT_REQUIRED_VERSION)
+
+
+class ApprovalChannel:
+    """Puts the SafetyVerification question to the client and returns the answer, once per ticket."""
+
+    def __init__(self, used: UsedTickets, ttl: float) -> None:
+        self._used = used
+        self._ttl = ttl
+
+    async def ask(
+        self, ctx: Context[Any, Any], classification: Classification, message: Callable[[], Awaitable[str]]
+    ) -> Reply | InputRequiredResult:
+        """The person's answer, or (2026-07-28) the question to hand back to the client.
+
+        `message` builds the question text; it is awaited only when the question is actually asked.
+
+        Raises:
+            ApprovalReused: a 2026-07-28 retry carries an answer whose ticket was already acted on.
+        """
+        if uses_input_required(ctx):
+            return await self._ask_input_required(ctx, classification, message)
+        try:
+            result = await ctx.session.elicit_form(
+                message=await message(), requested_schema=SAFETY_SCHEMA, related_request_id=ctx.request_id
+            )
+        except MCPError as exc:
+            logger.info("Elicitation failed on the client side, treated as cancelled: %s", exc)
+            return Reply(Answer.CANCEL, None)
+        return _reply(result)
+
+    async def _ask_input_required(
+        self, ctx: Context[Any, Any], classification: Classification, message: Callable[[], Awaitable[str]]
+    ) -> Reply | InputRequiredResult:
+        response = (ctx.input_responses or {}).get(APPROVAL_KEY)
+        ticket = ApprovalTicket.decode(ctx.request_state)
+        if isinstance(response, ElicitResult) and ticket is not None and ticket.covers(classification):
+            if not self._used.consume(ticket):
+                raise ApprovalReused
+            return _reply(response)
+        ticket = ApprovalTicket.issue(classification, self._ttl)
+        request = ElicitRequest(params=ElicitRequestFormParams(message=await message(), requested_schema=SAFETY_SCHEMA))
+        return InputRequiredResult(input_requests={APPROVAL_KEY: request}, request_state=ticket.encode())
+
+
+def _reply(result: ElicitResult) -> Reply:
+    if result.action == "decline":
+        return Reply(Answer.DECLINE, None)
+    if result.action == "cancel":
+        return Reply(Answer.CANCEL, None)
+    try:
+        return Reply(Answer.ACCEPT, SafetyVerification.model_validate(result.content or {}))
+    except ValidationError:
+        return Reply(Answer.ACCEPT, None)

@@ -1,0 +1,134 @@
+"""The tools SafeDB offers: `execute_query`, `list_tables`, `describe_table`."""
+
+from __future__ import annotations
+
+import logging
+from typing import Annotated, Any
+
+from mcp.server.mcpserver import Context
+from mcp_types import CallToolResult, InputRequiredResult
+from pydantic import Field
+
+from safedb.approval.verification import ApprovalRules, Decision, Verdict, decide
+from safedb.db.backend import Database, TableDescription
+from safedb.errors import QueryFailed, SafeDBError
+from safedb.server.elicitation import ApprovalChannel, client_can_elicit
+from safedb.server.rendering import error_result, format_table, rows_result, text_result, write_result
+from safedb.sql.classification import Classification
+from safedb.sql.policy import DenyList
+
+logger = logging.getLogger(__name__)
+
+NEEDS_ELICITATION = (
+    "This statement changes the database, and SafeDB runs such statements only after a person approves them "
+    "through MCP elicitation. This client did not declare the elicitation capability, so nothing was run. "
+    "Use an elicitation-capable MCP client (for example `safedb client`, VS Code or Claude Code) to approve "
+    "changes; read-only queries work from any client."
+)
+
+_FAILED_VERDICTS = frozenset({Verdict.BLOCKED, Verdict.INVALID})
+
+
+class SafeDBTools:
+    """The tool functions, bound to one database and its safety settings."""
+
+    def __init__(
+        self, database: Database, channel: ApprovalChannel, deny_list: DenyList, rules: ApprovalRules, text_rows: int
+    ) -> None:
+        self.database = database
+        self.channel = channel
+        self.deny_list = deny_list
+        self.rules = rules
+        self.text_rows = text_rows
+
+    async def execute_query(
+        self,
+        query: Annotated[str, Field(description="Exactly one SQL statement.")],
+        ctx: Context[Any, Any],
+    ) -> CallToolResult | InputRequiredResult:
+        """Run one SQL statement. Read-only statements run at once and return their rows. A statement that
+        could change anything (data, schema, settings, files) is first shown to the person at the client, who
+        must approve it (confirm, justification, environment); declined or cancelled statements never run."""
+        try:
+            classification = await self.database.classify(query)
+            if classification.read_only:
+                return rows_result(await self.database.read(classification), self.text_rows)
+            self.deny_list.check(classification)
+            if not client_can_elicit(ctx):
+                return error_result(NEEDS_ELICITATION)
+            reply = await self.channel.ask(ctx, classification, lambda: self._question(classification))
+            if isinstance(reply, InputRequiredResult):
+                return reply
+            decision = decide(reply.answer, reply.verification, self.rules)
+            if not decision.approved:
+                return _decision_result(decision)
+            outcome = await self.database.write(classification)
+            return write_result(classification, outcome, self.text_rows)
+        except QueryFailed as exc:
+            return error_result(str(exc), status="failed")
+        except SafeDBError as exc:
+            return error_result(str(exc))
+
+    async def list_tables(self) -> CallToolResult:
+        """List the tables and views in the database."""
+        tables = await self.database.list_tables()
+        structured = {"tables": [{"name": table.name, "type": table.type} for table in tables]}
+        text = format_table(["name", "type"], [[table.name, table.type] for table in tables]) if tables else "(none)"
+        return text_result(text, structured)
+
+    async def describe_table(
+        self, name: Annotated[str, Field(description="A table or view name, as list_tables shows it.")]
+    ) -> CallToolResult:
+        """Describe one table or view: its columns, row count and definition."""
+        description = await self.database.describe_table(name)
+        if description is None:
+            return error_result(f"There is no table or view named {name!r}. Use list_tables to see the names.")
+        return _description_result(description)
+
+    async def _question(self, classification: Classification) -> str:
+        lines = [
+            "SafeDB needs your approval before running a statement that changes the database.",
+            "",
+            f"Statement: {classification.statement.strip()}",
+            f"Change: {classification.summary()}",
+            "Touches: " + ", ".join(str(target) for target in classification.touched),
+        ]
+        if any(change.via or change.detail for change in classification.changes):
+            lines.append("Details: " + "; ".join(str(change) for change in classification.changes))
+        try:
+            impact = await self.database.preview(classification)
+            lines.extend(f"Impact: {line}" for line in impact.lines)
+        except SafeDBError as exc:
+            lines.append(f"Impact: preview unavailable ({exc})")
+        lines.append(f"Database: {self.database.label}")
+        lines.append("")
+        lines.append(
+            "Set confirm to true to run it. A Production change needs a justification of at least "
+            f"{self.rules.min_production_justification} characters."
+        )
+        return "\n".join(lines)
+
+
+def _decision_result(decision: Decision) -> CallToolResult:
+    structured = {"status": str(decision.verdict), "executed": False, "message": decision.reason}
+    return text_result(decision.reason, structured, is_error=decision.verdict in _FAILED_VERDICTS)
+
+
+def _description_result(description: TableDescription) -> CallToolResult:
+    columns = [
+        {"name": c.name, "type": c.type, "nullable": c.nullable, "default": c.default, "primary_key": c.primary_key}
+        for c in description.columns
+    ]
+    structured = {
+        "name": description.name,
+        "type": description.type,
+        "columns": columns,
+        "row_count": description.row_count,
+        "sql": description.sql,
+    }
+    table = format_table(
+        ["column", "type", "nullable", "default", "primary key"],
+        [[c.name, c.type, c.nullable, c.default, c.primary_key] for c in description.columns],
+    )
+    rows = "" if description.row_count is None else f", {description.row_count} rows"
+    return text_result(f"{description.type} {description.name}{rows}\n{table}", structured)

@@ -1,0 +1,40 @@
+"""One frozen settings object, built once by the CLI (options and SAFEDB_* environment variables)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+from pathlib import Path
+
+import platformdirs
+
+from safedb.db.backend import QueryLimits
+
+
+class Transport(StrEnum):
+    HTTP = "http"
+    STDIO = "stdio"
+
+
+def default_data_dir() -> Path:
+    return platformdirs.user_data_path("safedb", appauthor=False)
+
+
+@dataclass(frozen=True)
+class Settings:
+    database: Path | None = None
+    """SQLite file to serve; None serves the demo database in `data_dir`."""
+    data_dir: Path = field(default_factory=default_data_dir)
+    transport: Transport = Transport.HTTP
+    host: str = "127.0.0.1"
+    port: int = 8000
+    limits: QueryLimits = field(default_factory=QueryLimits)
+    text_rows: int = 50
+    """Rows shown in the text table of a result; every returned row is in the structured content."""
+    readers: int = 4
+    """Read-only connections, so slow reads do not hold up others."""
+    min_production_justification: int = 10
+    approval_ttl: float = 600.0
+    """Seconds an asked question stays answerable (2026-07-28 round trips)."""
+    allowed_paths: tuple[Path, ...] = ()
+    """Directories ATTACH and VACUUM INTO may use; outside them both are refused outright."""

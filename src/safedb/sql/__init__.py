@@ -1,0 +1,1 @@
+"""Pure statement analysis: what a statement would change, and what policy says about it."""

@@ -1,0 +1,141 @@
+"""The typed result of classifying one SQL statement."""
+
+from __future__ import annotations
+
+from collections.abc import Hashable
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+
+class ChangeCategory(StrEnum):
+    DATA = "data change"
+    SCHEMA = "schema change"
+    DATABASE = "database-level change"
+    EXTENSION = "extension loading"
+    UNKNOWN = "unrecognised change"
+
+
+class ChangeKind(StrEnum):
+    INSERT = "insert"
+    UPDATE = "update"
+    DELETE = "delete"
+    REPLACE = "replace"
+    UPSERT = "upsert"
+    CREATE = "create"
+    ALTER = "alter"
+    RENAME = "rename"
+    DROP = "drop"
+    ATTACH = "attach"
+    DETACH = "detach"
+    VACUUM = "vacuum"
+    REINDEX = "reindex"
+    ANALYZE = "analyze"
+    PRAGMA = "pragma"
+    LOAD_EXTENSION = "load_extension"
+    UNKNOWN = "unknown"
+
+    @property
+    def category(self) -> ChangeCategory:
+        return _CATEGORIES[self]
+
+
+_CATEGORIES = {
+    ChangeKind.INSERT: ChangeCategory.DATA,
+    ChangeKind.UPDATE: ChangeCategory.DATA,
+    ChangeKind.DELETE: ChangeCategory.DATA,
+    ChangeKind.REPLACE: ChangeCategory.DATA,
+    ChangeKind.UPSERT: ChangeCategory.DATA,
+    ChangeKind.CREATE: ChangeCategory.SCHEMA,
+    ChangeKind.ALTER: ChangeCategory.SCHEMA,
+    ChangeKind.RENAME: ChangeCategory.SCHEMA,
+    ChangeKind.DROP: ChangeCategory.SCHEMA,
+    ChangeKind.ATTACH: ChangeCategory.DATABASE,
+    ChangeKind.DETACH: ChangeCategory.DATABASE,
+    ChangeKind.VACUUM: ChangeCategory.DATABASE,
+    ChangeKind.REINDEX: ChangeCategory.DATABASE,
+    ChangeKind.ANALYZE: ChangeCategory.DATABASE,
+    ChangeKind.PRAGMA: ChangeCategory.DATABASE,
+    ChangeKind.LOAD_EXTENSION: ChangeCategory.EXTENSION,
+    ChangeKind.UNKNOWN: ChangeCategory.UNKNOWN,
+}
+
+
+class ObjectType(StrEnum):
+    TABLE = "table"
+    INDEX = "index"
+    VIEW = "view"
+    TRIGGER = "trigger"
+    VIRTUAL_TABLE = "virtual table"
+    DATABASE = "database"
+    FILE = "file"
+    PRAGMA = "pragma"
+    FUNCTION = "function"
+    STATEMENT = "statement"
+
+
+@dataclass(frozen=True, order=True)
+class DatabaseObject:
+    type: ObjectType
+    name: str
+    schema: str | None = None
+
+    def __str__(self) -> str:
+        qualified = f"{self.schema}.{self.name}" if self.schema not in (None, "main") else self.name
+        return qualified if self.type is ObjectType.STATEMENT else f"{self.type} {qualified}"
+
+
+@dataclass(frozen=True, order=True)
+class Change:
+    """One thing the statement would do. `via` names the trigger or view it happens through."""
+
+    kind: ChangeKind
+    target: DatabaseObject
+    via: str | None = None
+    detail: str | None = None
+
+    def __str__(self) -> str:
+        # "pragma user_version", not "pragma pragma user_version".
+        text = str(self.target) if str(self.kind) == str(self.target.type) else f"{self.kind} {self.target}"
+        if self.detail:
+            text += f" ({self.detail})"
+        if self.via:
+            text += f" via {self.via}"
+        return text
+
+
+@dataclass(frozen=True)
+class Classification:
+    """What one statement would do. No changes means the statement is read-only."""
+
+    statement: str
+    changes: tuple[Change, ...] = ()
+    reads: tuple[str, ...] = ()
+    engine_view: frozenset[Hashable] = field(default=frozenset(), repr=False)
+    """The engine's own record of what the statement does (for SQLite, its authorizer events). An
+    approved statement may do only what this records; the backend enforces that when running it."""
+
+    @property
+    def read_only(self) -> bool:
+        return not self.changes
+
+    @property
+    def kinds(self) -> tuple[ChangeKind, ...]:
+        return tuple(dict.fromkeys(change.kind for change in self.changes))
+
+    @property
+    def categories(self) -> tuple[ChangeCategory, ...]:
+        return tuple(dict.fromkeys(kind.category for kind in self.kinds))
+
+    @property
+    def touched(self) -> tuple[DatabaseObject, ...]:
+        return tuple(dict.fromkeys(change.target for change in self.changes))
+
+    def summary(self) -> str:
+        """One line such as `data change (delete)`."""
+        if self.read_only:
+            return "read-only"
+        parts = []
+        for category in self.categories:
+            kinds = ", ".join(str(kind) for kind in self.kinds if kind.category is category)
+            parts.append(f"{category} ({kinds})")
+        return "; ".join(parts)

@@ -1,0 +1,57 @@
+"""The deny list: statements that no approval can let through."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import unquote, urlsplit
+
+from safedb.errors import DeniedByPolicy
+from safedb.sql.classification import ChangeKind, Classification, ObjectType
+
+_IN_MEMORY_NAMES = frozenset({"", ":memory:"})
+
+
+@dataclass(frozen=True)
+class DenyList:
+    """What is refused outright. By default: extension loading, and any file outside `allowed_paths`."""
+
+    allow_extension_loading: bool = False
+    allowed_paths: tuple[Path, ...] = field(default_factory=tuple)
+
+    def check(self, classification: Classification) -> None:
+        """Raise `DeniedByPolicy` when the statement is on the deny list."""
+        for change in classification.changes:
+            if change.kind is ChangeKind.LOAD_EXTENSION and not self.allow_extension_loading:
+                raise DeniedByPolicy("Loading SQLite extensions is not allowed on this server. Nothing was run.")
+            if change.target.type is ObjectType.FILE and not self._file_allowed(change.target.name):
+                verb = "VACUUM INTO" if change.kind is ChangeKind.VACUUM else "ATTACH"
+                raise DeniedByPolicy(
+                    f"{verb} {change.target.name!r} is not allowed: the file is outside the paths this server "
+                    "may write to (see the allowed paths setting). Nothing was run."
+                )
+
+    def _file_allowed(self, name: str) -> bool:
+        path = _file_path(name)
+        if path is None:
+            return name in _IN_MEMORY_NAMES or _is_memory_uri(name)
+        return any(path.is_relative_to(root.resolve()) for root in self.allowed_paths)
+
+
+def _file_path(name: str) -> Path | None:
+    """The file a SQLite file name refers to, or None for in-memory and unreadable names."""
+    if name in _IN_MEMORY_NAMES or name == "?" or _is_memory_uri(name):
+        return None
+    if name.startswith("file:"):
+        name = unquote(urlsplit(name).path)
+        if not name:
+            return None
+    return Path(os.path.abspath(name)).resolve()
+
+
+def _is_memory_uri(name: str) -> bool:
+    if not name.startswith("file:"):
+        return False
+    parts = urlsplit(name)
+    return "mode=memory" in parts.query or parts.path == ":memory:"

@@ -1,0 +1,295 @@
+"""SQLite's own view of a statement: authorizer events and bytecode, turned into a `Classification`.
+
+The authorizer (`sqlite3.Connection.set_authorizer`) is called while SQLite compiles a statement,
+once for every table, column, function, pragma and schema object the statement (including the
+triggers and views it reaches) would use. The compiled program (`EXPLAIN`) shows the rest, such as
+`VACUUM`, which has no authorizer action. Nothing here touches a connection: `safedb.db.sqlite`
+collects the events; this module decides what they mean.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import IntEnum
+
+from safedb.errors import TransactionControl
+from safedb.sql.classification import Change, ChangeKind, Classification, DatabaseObject, ObjectType
+from safedb.sql.structure import StatementShape
+
+
+class Action(IntEnum):
+    """SQLite authorizer action codes (sqlite3.h)."""
+
+    CREATE_INDEX = 1
+    CREATE_TABLE = 2
+    CREATE_TEMP_INDEX = 3
+    CREATE_TEMP_TABLE = 4
+    CREATE_TEMP_TRIGGER = 5
+    CREATE_TEMP_VIEW = 6
+    CREATE_TRIGGER = 7
+    CREATE_VIEW = 8
+    DELETE = 9
+    DROP_INDEX = 10
+    DROP_TABLE = 11
+    DROP_TEMP_INDEX = 12
+    DROP_TEMP_TABLE = 13
+    DROP_TEMP_TRIGGER = 14
+    DROP_TEMP_VIEW = 15
+    DROP_TRIGGER = 16
+    DROP_VIEW = 17
+    INSERT = 18
+    PRAGMA = 19
+    READ = 20
+    SELECT = 21
+    TRANSACTION = 22
+    UPDATE = 23
+    ATTACH = 24
+    DETACH = 25
+    ALTER_TABLE = 26
+    REINDEX = 27
+    ANALYZE = 28
+    CREATE_VTABLE = 29
+    DROP_VTABLE = 30
+    FUNCTION = 31
+    SAVEPOINT = 32
+    RECURSIVE = 33
+
+
+@dataclass(frozen=True)
+class AuthorizerEvent:
+    """One authorizer call: the action code and its four string arguments, as SQLite passes them."""
+
+    code: int
+    arg1: str | None
+    arg2: str | None
+    schema: str | None
+    source: str | None
+    """The innermost trigger or view the action happens in, or None at the top level."""
+
+
+# Actions that only read. FUNCTION and PRAGMA are decided case by case below.
+_READ_ACTIONS = frozenset({Action.READ, Action.SELECT, Action.RECURSIVE})
+
+# Pragmas that only report, whatever their argument (the argument names a table, index or limit).
+_REPORTING_PRAGMAS = frozenset(
+    {
+        "collation_list", "compile_options", "database_list", "foreign_key_check", "foreign_key_list",
+        "freelist_count", "function_list", "index_info", "index_list", "index_xinfo", "integrity_check",
+        "module_list", "page_count", "pragma_list", "quick_check", "table_info", "table_list",
+        "table_xinfo", "data_version", "stats",
+    }
+)  # fmt: skip
+
+# Pragmas that report their value when given no argument and change it when given one.
+_SETTING_PRAGMAS = frozenset(
+    {
+        "analysis_limit", "application_id", "auto_vacuum", "automatic_index", "busy_timeout",
+        "cache_size", "cache_spill", "cell_size_check", "checkpoint_fullfsync", "defer_foreign_keys",
+        "encoding", "foreign_keys", "fullfsync", "hard_heap_limit", "ignore_check_constraints",
+        "journal_mode", "journal_size_limit", "legacy_alter_table", "locking_mode", "max_page_count",
+        "mmap_size", "page_size", "query_only", "read_uncommitted", "recursive_triggers",
+        "reverse_unordered_selects", "schema_version", "secure_delete", "soft_heap_limit", "synchronous",
+        "temp_store", "threads", "trusted_schema", "user_version", "wal_autocheckpoint",
+    }
+)  # fmt: skip
+
+# Functions that change the process or the database from inside a SELECT.
+_EFFECTFUL_FUNCTIONS = frozenset({"load_extension", "fts3_tokenizer"})
+
+# Opcodes of a compiled program that write to a database file or change the connection.
+_WRITE_OPCODES = frozenset(
+    {
+        "OpenWrite", "Vacuum", "IncrVacuum", "JournalMode", "Checkpoint", "SqlExec", "VUpdate",
+        "VCreate", "VDestroy", "VRename", "SetCookie", "ParseSchema", "CreateBtree", "Destroy", "Clear",
+        "LoadAnalysis", "DropTable", "DropIndex", "DropTrigger",
+    }
+)  # fmt: skip
+
+INTERNAL_TABLES = frozenset(
+    {
+        "sqlite_master", "sqlite_schema", "sqlite_temp_master", "sqlite_temp_schema", "sqlite_sequence",
+        "sqlite_stat1", "sqlite_stat2", "sqlite_stat3", "sqlite_stat4",
+    }
+)  # fmt: skip
+
+_CREATE_DROP = {
+    Action.CREATE_INDEX: (ChangeKind.CREATE, ObjectType.INDEX),
+    Action.CREATE_TEMP_INDEX: (ChangeKind.CREATE, ObjectType.INDEX),
+    Action.CREATE_TABLE: (ChangeKind.CREATE, ObjectType.TABLE),
+    Action.CREATE_TEMP_TABLE: (ChangeKind.CREATE, ObjectType.TABLE),
+    Action.CREATE_TRIGGER: (ChangeKind.CREATE, ObjectType.TRIGGER),
+    Action.CREATE_TEMP_TRIGGER: (ChangeKind.CREATE, ObjectType.TRIGGER),
+    Action.CREATE_VIEW: (ChangeKind.CREATE, ObjectType.VIEW),
+    Action.CREATE_TEMP_VIEW: (ChangeKind.CREATE, ObjectType.VIEW),
+    Action.CREATE_VTABLE: (ChangeKind.CREATE, ObjectType.VIRTUAL_TABLE),
+    Action.DROP_INDEX: (ChangeKind.DROP, ObjectType.INDEX),
+    Action.DROP_TEMP_INDEX: (ChangeKind.DROP, ObjectType.INDEX),
+    Action.DROP_TABLE: (ChangeKind.DROP, ObjectType.TABLE),
+    Action.DROP_TEMP_TABLE: (ChangeKind.DROP, ObjectType.TABLE),
+    Action.DROP_TRIGGER: (ChangeKind.DROP, ObjectType.TRIGGER),
+    Action.DROP_TEMP_TRIGGER: (ChangeKind.DROP, ObjectType.TRIGGER),
+    Action.DROP_VIEW: (ChangeKind.DROP, ObjectType.VIEW),
+    Action.DROP_TEMP_VIEW: (ChangeKind.DROP, ObjectType.VIEW),
+    Action.DROP_VTABLE: (ChangeKind.DROP, ObjectType.VIRTUAL_TABLE),
+}
+_TEMP_ACTIONS = frozenset(
+    {
+        Action.CREATE_TEMP_INDEX, Action.CREATE_TEMP_TABLE, Action.CREATE_TEMP_TRIGGER,
+        Action.CREATE_TEMP_VIEW, Action.DROP_TEMP_INDEX, Action.DROP_TEMP_TABLE,
+        Action.DROP_TEMP_TRIGGER, Action.DROP_TEMP_VIEW,
+    }
+)  # fmt: skip
+WHOLE_STATEMENT = DatabaseObject(ObjectType.STATEMENT, "the statement")
+
+_ROW_ACTIONS = {Action.INSERT: ChangeKind.INSERT, Action.UPDATE: ChangeKind.UPDATE, Action.DELETE: ChangeKind.DELETE}
+
+
+def pragma_only_reads(name: str | None, argument: str | None) -> bool:
+    """True when `PRAGMA name[(argument)]` only reports and changes nothing."""
+    pragma = (name or "").lower()
+    return pragma in _REPORTING_PRAGMAS or (pragma in _SETTING_PRAGMAS and argument is None)
+
+
+def is_read_event(event: AuthorizerEvent) -> bool:
+    """True when the event, on its own, cannot change anything."""
+    if event.code in _READ_ACTIONS:
+        return True
+    if event.code == Action.FUNCTION:
+        return (event.arg2 or "").lower() not in _EFFECTFUL_FUNCTIONS
+    if event.code == Action.PRAGMA:
+        return pragma_only_reads(event.arg1, event.arg2)
+    return False
+
+
+VACUUM_INTO = "Vacuum INTO"
+
+
+def writes_in_program(opcodes: list[tuple[str, int]]) -> list[str]:
+    """Names of the writing opcodes in a compiled program, given `(opcode, p2)` pairs.
+
+    `VACUUM INTO` (a Vacuum opcode with a file name register in P2) is reported as `VACUUM_INTO`.
+    """
+    found = []
+    for name, p2 in opcodes:
+        if name == "Vacuum" and p2 != 0:
+            found.append(VACUUM_INTO)
+        elif name in _WRITE_OPCODES or (name == "Transaction" and p2 != 0):
+            found.append(name)
+    return list(dict.fromkeys(found))
+
+
+def classify_events(
+    statement: str,
+    events: list[AuthorizerEvent],
+    write_opcodes: list[str],
+    shape: StatementShape,
+    *,
+    explain_only: bool = False,
+) -> Classification:
+    """Combine the engine's events, its compiled program and the parser's shape into one verdict.
+
+    The statement is read-only only when all three agree: no writing event, no writing opcode, and a
+    statement form that only reads. `explain_only` marks a statement that SQLite will only list
+    (`EXPLAIN ...`): its writes are never carried out, but pragmas still take effect while compiling.
+
+    Raises:
+        TransactionControl: the statement begins, ends or names a transaction or savepoint.
+    """
+    for event in events:
+        if event.code in (Action.TRANSACTION, Action.SAVEPOINT):
+            raise TransactionControl(" ".join(part for part in (event.arg1, event.arg2) if part))
+
+    program_writes = bool(write_opcodes)
+    changes = [change for event in events if (change := _change_for(event, shape)) is not None]
+    if explain_only:
+        changes = [change for change in changes if change.kind is ChangeKind.PRAGMA]
+    else:
+        changes = _without_implied(_without_internal_bookkeeping(changes, program_writes))
+        changes.extend(_program_changes(write_opcodes, changes, shape))
+        if not changes and not shape.read_form:
+            detail = f"SQLite reports no change but the parser cannot confirm a read ({shape.root})"
+            changes.append(Change(ChangeKind.UNKNOWN, WHOLE_STATEMENT, None, detail))
+    reads = tuple(dict.fromkeys(e.arg1 for e in events if e.code == Action.READ and e.arg1))
+    return Classification(
+        statement=statement, changes=tuple(dict.fromkeys(changes)), reads=reads, engine_view=frozenset(events)
+    )
+
+
+def _change_for(event: AuthorizerEvent, shape: StatementShape) -> Change | None:
+    if is_read_event(event):
+        return None
+    code, schema, via = event.code, event.schema, event.source
+    if code in _ROW_ACTIONS:
+        kind = _ROW_ACTIONS[Action(code)]
+        if kind is ChangeKind.INSERT and via is None and shape.insert_variant is not None:
+            kind = shape.insert_variant
+        return Change(kind, DatabaseObject(ObjectType.TABLE, event.arg1 or "?", schema), via)
+    if code in _CREATE_DROP:
+        kind, object_type = _CREATE_DROP[Action(code)]
+        if code in _TEMP_ACTIONS:
+            schema = "temp"
+        return Change(kind, DatabaseObject(object_type, event.arg1 or "?", schema), via)
+    if code == Action.ALTER_TABLE:
+        kind = ChangeKind.RENAME if shape.renames_table else ChangeKind.ALTER
+        return Change(kind, DatabaseObject(ObjectType.TABLE, event.arg2 or "?", event.arg1), via)
+    if code == Action.ATTACH:
+        return Change(ChangeKind.ATTACH, DatabaseObject(ObjectType.FILE, event.arg1 or "?"), via)
+    if code == Action.DETACH:
+        return Change(ChangeKind.DETACH, DatabaseObject(ObjectType.DATABASE, event.arg1 or "?"), via)
+    if code == Action.REINDEX:
+        return Change(ChangeKind.REINDEX, DatabaseObject(ObjectType.INDEX, event.arg1 or "?", schema), via)
+    if code == Action.ANALYZE:
+        return Change(ChangeKind.ANALYZE, DatabaseObject(ObjectType.TABLE, event.arg1 or "?", schema), via)
+    if code == Action.PRAGMA:
+        pragma = (event.arg1 or "?").lower()
+        detail = f"= {event.arg2}" if event.arg2 is not None else None
+        return Change(ChangeKind.PRAGMA, DatabaseObject(ObjectType.PRAGMA, pragma, schema), via, detail)
+    if code == Action.FUNCTION:
+        name = (event.arg2 or "?").lower()
+        kind = ChangeKind.LOAD_EXTENSION if name == "load_extension" else ChangeKind.UNKNOWN
+        return Change(kind, DatabaseObject(ObjectType.FUNCTION, name), via)
+    return Change(ChangeKind.UNKNOWN, WHOLE_STATEMENT, via, f"authorizer action {code}")
+
+
+def _program_changes(write_opcodes: list[str], found: list[Change], shape: StatementShape) -> list[Change]:
+    """Changes visible only in the compiled program, or writes the events did not explain."""
+    if VACUUM_INTO in write_opcodes:
+        return [Change(ChangeKind.VACUUM, DatabaseObject(ObjectType.FILE, shape.into_path or "?"), None, "INTO")]
+    if "Vacuum" in write_opcodes:
+        return [Change(ChangeKind.VACUUM, DatabaseObject(ObjectType.DATABASE, "main"))]
+    if write_opcodes and not found:
+        detail = "compiled program writes: " + ", ".join(write_opcodes)
+        return [Change(ChangeKind.UNKNOWN, WHOLE_STATEMENT, None, detail)]
+    return []
+
+
+def is_internal_table(name: str | None) -> bool:
+    return (name or "").lower() in INTERNAL_TABLES
+
+
+def _without_internal_bookkeeping(changes: list[Change], program_writes: bool) -> list[Change]:
+    """Drop events on SQLite's own tables (sqlite_schema, sqlite_sequence...) that are not writes of their own.
+
+    SQLite reports updates of sqlite_schema while it loads the schema or declares a virtual table,
+    and while it records a CREATE or DROP; only the compiled program tells whether anything is
+    written. What other changes explain is left out; what nothing else explains is kept.
+    """
+    visible = [c for c in changes if not (c.target.type is ObjectType.TABLE and is_internal_table(c.target.name))]
+    if visible or not program_writes:
+        return visible
+    return changes
+
+
+def _without_implied(changes: list[Change]) -> list[Change]:
+    """Drop steps SQLite takes to carry out another change: deleting the rows of a dropped table,
+    building a new index."""
+    dropped = {c.target for c in changes if c.kind is ChangeKind.DROP}
+    created_indexes = {
+        c.target.name for c in changes if c.kind is ChangeKind.CREATE and c.target.type is ObjectType.INDEX
+    }
+    return [
+        c
+        for c in changes
+        if not (c.kind is ChangeKind.DELETE and c.target in dropped)
+        and not (c.kind is ChangeKind.REINDEX and c.target.name in created_indexes)
+    ]

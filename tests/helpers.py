@@ -1,0 +1,110 @@
+"""Shared test helpers: a scripted elicitation responder, a direct look at the database, a real server process."""
+
+from __future__ import annotations
+
+import os
+import re
+import sqlite3
+import subprocess
+import sys
+import threading
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from mcp_types import ElicitRequestFormParams, ElicitRequestURLParams, ElicitResult
+
+SAFETY_FIELDS = {"confirm", "justification", "environment"}
+
+
+@dataclass
+class Responder:
+    """An elicitation callback that answers every question the same way and remembers what it was asked."""
+
+    action: str = "accept"
+    content: dict[str, Any] | None = field(
+        default_factory=lambda: {"confirm": True, "justification": "cleanup of test rows", "environment": "Development"}
+    )
+    asked: list[ElicitRequestFormParams | ElicitRequestURLParams] = field(default_factory=list)
+
+    async def __call__(self, context: Any, params: ElicitRequestFormParams | ElicitRequestURLParams) -> ElicitResult:
+        self.asked.append(params)
+        if self.action == "accept":
+            return ElicitResult(action="accept", content=self.content)
+        return ElicitResult(action=self.action)  # type: ignore[arg-type]
+
+
+def rows(path: Path, sql: str, parameters: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    """Query the database through a connection of its own, not the server's."""
+    connection = sqlite3.connect(path)
+    try:
+        return connection.execute(sql, parameters).fetchall()
+    finally:
+        connection.close()
+
+
+def scratch_table(path: Path, count: int = 3) -> str:
+    """A new table with `count` rows (ids 1..count), named uniquely so tests sharing a server stay apart."""
+    name = f"scratch_{uuid.uuid4().hex[:10]}"
+    connection = sqlite3.connect(path)
+    try:
+        connection.execute(f"CREATE TABLE {name} (id INTEGER PRIMARY KEY, label TEXT)")
+        connection.executemany(f"INSERT INTO {name} VALUES (?, ?)", [(i, f"row {i}") for i in range(1, count + 1)])
+        connection.commit()
+    finally:
+        connection.close()
+    return name
+
+
+@dataclass
+class ServerProcess:
+    process: subprocess.Popen[str]
+    url: str
+    log: list[str]
+
+
+_SERVING = re.compile(r"serving .* at (http://\S+/mcp)")
+
+
+@contextmanager
+def safedb_serve(database: Path, *extra: str, env: dict[str, str] | None = None) -> Iterator[ServerProcess]:
+    """Run `safedb serve` on a free port; yield once it listens; always stop it.
+
+    A thread keeps reading the server's stderr, so its log never blocks it and is there to read on failure.
+    """
+    command = [sys.executable, "-m", "safedb", "serve", "--database", str(database), "--port", "0", *extra]
+    process = subprocess.Popen(
+        command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env={**os.environ, **(env or {})}
+    )
+    log: list[str] = []
+    found: list[str] = []
+    listening = threading.Event()
+
+    def drain() -> None:
+        assert process.stderr is not None
+        for line in process.stderr:
+            log.append(line)
+            if not found and (match := _SERVING.search(line)):
+                found.append(match.group(1))
+                listening.set()
+        listening.set()
+
+    reader = threading.Thread(target=drain, daemon=True)
+    reader.start()
+    try:
+        if not listening.wait(timeout=30) or not found:
+            raise AssertionError("safedb serve did not start listening:\n" + "".join(log))
+        yield ServerProcess(process, found[0], log)
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+        reader.join(timeout=10)
+        if process.stderr is not None:
+            process.stderr.close()

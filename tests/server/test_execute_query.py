@@ -1,0 +1,199 @@
+"""execute_query end to end, in both protocol eras, in-process and against a real `safedb serve` process.
+
+Every test checks the database through a connection of its own, not only the tool's text.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from mcp.client.client import Client
+from mcp.server.mcpserver import MCPServer
+
+from safedb.db.sqlite import SqliteDatabase
+from safedb.server.app import build_server
+from safedb.settings import Settings
+from tests.helpers import SAFETY_FIELDS, Responder, ServerProcess, rows, safedb_serve, scratch_table
+
+pytestmark = pytest.mark.anyio
+
+ClientFactory = Callable[..., AbstractAsyncContextManager[Client]]
+
+
+@pytest.fixture(scope="module")
+def served(shared_db: Path) -> Iterator[ServerProcess]:
+    with safedb_serve(shared_db) as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def in_process_server(shared_db: Path) -> Iterator[MCPServer]:
+    settings = Settings(database=shared_db)
+    database = SqliteDatabase(shared_db, settings.limits)
+    yield build_server(settings, database)
+    anyio.run(database.aclose)
+
+
+@pytest.fixture(params=["in-process", "http"])
+def target(request: pytest.FixtureRequest) -> Any:
+    if request.param == "http":
+        return request.getfixturevalue("served").url
+    return request.getfixturevalue("in_process_server")
+
+
+@pytest.fixture(params=["legacy", "auto"])
+def mode(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+@pytest.fixture
+def connect(target: Any, mode: str) -> ClientFactory:
+    @asynccontextmanager
+    async def factory(responder: Responder | None = None) -> AsyncIterator[Client]:
+        async with Client(target, mode=mode, elicitation_callback=responder) as client:
+            expected = "2025-11-25" if mode == "legacy" else "2026-07-28"
+            assert client.protocol_version == expected
+            yield client
+
+    return factory
+
+
+async def test_select_returns_rows_without_asking(connect: ClientFactory, shared_db: Path) -> None:
+    responder = Responder()
+    async with connect(responder) as client:
+        result = await client.call_tool("execute_query", {"query": "SELECT id, name FROM users ORDER BY id"})
+    assert not result.is_error
+    assert responder.asked == []
+    assert result.structured_content is not None
+    assert result.structured_content["columns"] == ["id", "name"]
+    assert [tuple(row) for row in result.structured_content["rows"]] == rows(
+        shared_db, "SELECT id, name FROM users ORDER BY id"
+    )
+    assert result.structured_content["truncated"] is False
+    assert "Ada Lovelace" in result.content[0].text  # type: ignore[union-attr]
+
+
+async def test_delete_asks_with_the_three_field_form_and_runs_when_confirmed(
+    connect: ClientFactory, shared_db: Path
+) -> None:
+    table = scratch_table(shared_db)
+    responder = Responder()
+    async with connect(responder) as client:
+        result = await client.call_tool("execute_query", {"query": f"DELETE FROM {table} WHERE id = 2"})
+    assert not result.is_error, result.content
+    assert len(responder.asked) == 1
+    question = responder.asked[0]
+    schema = question.requested_schema  # type: ignore[union-attr]
+    assert set(schema["properties"]) == SAFETY_FIELDS
+    assert schema["properties"]["confirm"]["type"] == "boolean"
+    assert schema["properties"]["environment"]["enum"] == ["Development", "Staging", "Production"]
+    assert f"DELETE FROM {table} WHERE id = 2" in question.message
+    assert "delete" in question.message
+    assert f"table {table}" in question.message
+    assert rows(shared_db, f"SELECT id FROM {table} ORDER BY id") == [(1,), (3,)]
+    assert result.structured_content is not None
+    assert result.structured_content["rows_affected"] == 1
+
+
+@pytest.mark.parametrize(
+    ("answer", "status", "word"),
+    [
+        ({"action": "decline"}, "declined", "declined"),
+        ({"action": "cancel"}, "cancelled", "cancelled"),
+        (
+            {"content": {"confirm": False, "justification": "not sure", "environment": "Development"}},
+            "not_confirmed",
+            "not confirmed",
+        ),
+        (
+            {"content": {"confirm": True, "justification": "oops!", "environment": "Production"}},
+            "blocked",
+            "justification",
+        ),
+    ],
+    ids=["decline", "cancel", "confirm-false", "production-short-justification"],
+)
+async def test_anything_but_a_confirmed_approval_changes_nothing(
+    connect: ClientFactory, shared_db: Path, answer: dict[str, Any], status: str, word: str
+) -> None:
+    table = scratch_table(shared_db)
+    responder = Responder(**answer)
+    async with connect(responder) as client:
+        result = await client.call_tool("execute_query", {"query": f"DELETE FROM {table}"})
+    assert len(responder.asked) == 1
+    assert result.structured_content is not None
+    assert result.structured_content["status"] == status
+    assert result.structured_content["executed"] is False
+    assert word in result.content[0].text  # type: ignore[union-attr]
+    assert rows(shared_db, f"SELECT count(*) FROM {table}") == [(3,)]
+
+
+async def test_production_with_a_real_justification_runs(connect: ClientFactory, shared_db: Path) -> None:
+    table = scratch_table(shared_db)
+    responder = Responder(
+        content={"confirm": True, "justification": "GDPR erasure request", "environment": "Production"}
+    )
+    async with connect(responder) as client:
+        result = await client.call_tool("execute_query", {"query": f"DELETE FROM {table} WHERE id = 3"})
+    assert not result.is_error, result.content
+    assert rows(shared_db, f"SELECT count(*) FROM {table}") == [(2,)]
+
+
+async def test_client_without_elicitation_is_refused_and_nothing_changes(
+    connect: ClientFactory, shared_db: Path
+) -> None:
+    table = scratch_table(shared_db)
+    async with connect(None) as client:
+        result = await client.call_tool("execute_query", {"query": f"DROP TABLE {table}"})
+        read = await client.call_tool("execute_query", {"query": f"SELECT count(*) AS n FROM {table}"})
+    assert result.is_error
+    assert "elicitation" in result.content[0].text  # type: ignore[union-attr]
+    assert rows(shared_db, f"SELECT count(*) FROM {table}") == [(3,)]
+    assert not read.is_error
+    assert read.structured_content is not None
+    assert read.structured_content["rows"] == [[3]]
+
+
+async def test_multiple_statements_are_refused_and_none_runs(connect: ClientFactory, shared_db: Path) -> None:
+    table = scratch_table(shared_db)
+    responder = Responder()
+    async with connect(responder) as client:
+        result = await client.call_tool("execute_query", {"query": f"SELECT 1; DELETE FROM {table}"})
+    assert result.is_error
+    assert "more than one statement" in result.content[0].text  # type: ignore[union-attr]
+    assert responder.asked == []
+    assert rows(shared_db, f"SELECT count(*) FROM {table}") == [(3,)]
+
+
+async def test_list_and_describe_tables(connect: ClientFactory) -> None:
+    async with connect(Responder()) as client:
+        listed = await client.call_tool("list_tables", {})
+        described = await client.call_tool("describe_table", {"name": "invoices"})
+        missing = await client.call_tool("describe_table", {"name": "users; DROP TABLE users"})
+    assert listed.structured_content is not None
+    names = {table["name"] for table in listed.structured_content["tables"]}
+    assert {"users", "invoices"} <= names
+    assert described.structured_content is not None
+    assert [c["name"] for c in described.structured_content["columns"]] == [
+        "id", "user_id", "amount_cents", "status", "issued_at",
+    ]  # fmt: skip
+    assert described.structured_content["row_count"] == 8
+    assert missing.is_error
+    assert "no table or view" in missing.content[0].text  # type: ignore[union-attr]
+
+
+async def test_tool_annotations_tell_reads_from_changes(connect: ClientFactory) -> None:
+    async with connect(None) as client:
+        tools = {tool.name: tool for tool in (await client.list_tools()).tools}
+    assert tools["execute_query"].annotations is not None
+    assert tools["execute_query"].annotations.read_only_hint is False
+    assert tools["execute_query"].annotations.destructive_hint is True
+    for name in ("list_tables", "describe_table"):
+        annotations = tools[name].annotations
+        assert annotations is not None
+        assert annotations.read_only_hint is True

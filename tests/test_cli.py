@@ -1,0 +1,51 @@
+"""The `safedb` command's handling of bad input: one clear line and an exit code, never a traceback."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+
+def run_safedb(*args: str, timeout: float = 30) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "safedb", *args], capture_output=True, text=True, timeout=timeout, check=False
+    )
+
+
+def test_missing_database_file(tmp_path: Path) -> None:
+    result = run_safedb("serve", "--database", str(tmp_path / "nope.db"))
+    assert result.returncode == 1
+    assert "Database file not found" in result.stderr
+    assert "Traceback" not in result.stderr
+    assert not (tmp_path / "nope.db").exists()
+
+
+def test_file_that_is_not_a_database(tmp_path: Path) -> None:
+    bogus = tmp_path / "notes.db"
+    bogus.write_text("these are not the pages you are looking for\n" * 100)
+    result = run_safedb("serve", "--database", str(bogus))
+    assert result.returncode == 1
+    assert "not a database" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_port_already_in_use(demo_db: Path) -> None:
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen(1)
+        port = busy.getsockname()[1]
+        result = run_safedb("serve", "--database", str(demo_db), "--port", str(port))
+    assert result.returncode == 1
+    assert f"Cannot listen on 127.0.0.1:{port}" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize("args", [["--help"], ["serve", "--help"]])
+def test_help(args: list[str]) -> None:
+    result = run_safedb(*args)
+    assert result.returncode == 0
+    assert "Usage: safedb" in result.stdout
