@@ -283,13 +283,13 @@ def _without_internal_bookkeeping(changes: list[Change], program_writes: bool) -
 def _without_implied(changes: list[Change]) -> list[Change]:
     """Drop steps SQLite takes to carry out another change: deleting the rows of a dropped table,
     building a new index."""
-    dropped = {c.target for c in changes if c.kind is ChangeKind.DROP}
+    dropped = {(c.target.name, c.target.schema) for c in changes if c.kind is ChangeKind.DROP}
     created_indexes = {
         c.target.name for c in changes if c.kind is ChangeKind.CREATE and c.target.type is ObjectType.INDEX
     }
     return [
         c
         for c in changes
-        if not (c.kind is ChangeKind.DELETE and c.target in dropped)
+        if not (c.kind is ChangeKind.DELETE and (c.target.name, c.target.schema) in dropped)
         and not (c.kind is ChangeKind.REINDEX and c.target.name in created_indexes)
     ]

@@ -1,0 +1,135 @@
+"""Classification of single statements by SQLite's own view, checked against the parser."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from safedb.db.sqlite.connections import GuardedConnection, open_reader
+from safedb.db.sqlite.inspector import inspect_statement, leading_keyword
+from safedb.errors import EmptyStatement, InvalidStatement, MultipleStatements, TransactionControl
+from safedb.sql.classification import ChangeKind
+
+SETUP = """
+CREATE TABLE items (id INTEGER PRIMARY KEY, name TEXT, delete_flag INTEGER, updated_at TEXT);
+CREATE TABLE dropped_items (id INTEGER PRIMARY KEY, item_id INTEGER);
+CREATE TABLE audit_trail (id INTEGER PRIMARY KEY, note TEXT);
+CREATE TRIGGER items_audit AFTER DELETE ON items BEGIN INSERT INTO audit_trail (note) VALUES ('gone'); END;
+CREATE VIEW item_names AS SELECT name FROM items;
+CREATE INDEX items_name ON items(name);
+INSERT INTO items (name) VALUES ('a'), ('b');
+"""
+
+
+@pytest.fixture(scope="module")
+def reader(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GuardedConnection]:
+    path: Path = tmp_path_factory.mktemp("inspect") / "inspect.db"
+    connection = sqlite3.connect(path)
+    connection.executescript(SETUP)
+    connection.close()
+    guarded = open_reader(path)
+    yield guarded
+    guarded.close()
+
+
+def classify(reader: GuardedConnection, sql: str) -> tuple[ChangeKind, ...]:
+    with reader.session(5) as connection:
+        return inspect_statement(connection, sql).kinds
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "SELECT 'DROP TABLE x'",
+        "select delete_flag, updated_at from items",
+        "SELECT * FROM dropped_items",
+        "SELECT name FROM item_names",
+        "EXPLAIN SELECT * FROM items",
+        "EXPLAIN QUERY PLAN SELECT * FROM items WHERE name = 'a'",
+        "EXPLAIN DELETE FROM items",
+        "PRAGMA table_info(items)",
+        "PRAGMA user_version",
+        "SELECT * FROM pragma_table_info('items')",
+        "WITH RECURSIVE n(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM n WHERE x < 5) SELECT x FROM n",
+        "VALUES (1, 2)",
+        "  -- a comment\n  SELECT 1 /* trailing */ ;  ",
+        "SeLeCt CoUnT(*) FrOm items",
+    ],
+)
+def test_reads_are_read_only(reader: GuardedConnection, sql: str) -> None:
+    assert classify(reader, sql) == ()
+
+
+@pytest.mark.parametrize(
+    ("sql", "kinds"),
+    [
+        ("DELETE FROM items WHERE id = 1", (ChangeKind.DELETE, ChangeKind.INSERT)),  # the trigger writes
+        ("WITH doomed AS (SELECT id FROM items) DELETE FROM dropped_items", (ChangeKind.DELETE,)),
+        ("INSERT INTO dropped_items (item_id) VALUES (1)", (ChangeKind.INSERT,)),
+        ("INSERT OR REPLACE INTO dropped_items (id, item_id) VALUES (1, 1)", (ChangeKind.REPLACE,)),
+        ("REPLACE INTO dropped_items (id, item_id) VALUES (1, 1)", (ChangeKind.REPLACE,)),
+        (
+            "INSERT INTO dropped_items (id, item_id) VALUES (1, 1) ON CONFLICT(id) DO UPDATE SET item_id = 2",
+            (ChangeKind.UPSERT, ChangeKind.UPDATE),
+        ),
+        ("UPDATE items SET name = 'c'", (ChangeKind.UPDATE,)),
+        ("DROP TABLE dropped_items", (ChangeKind.DROP,)),
+        ("CREATE TABLE t2 (a)", (ChangeKind.CREATE,)),
+        ("CREATE INDEX i2 ON items(updated_at)", (ChangeKind.CREATE,)),
+        ("ALTER TABLE items RENAME TO things", (ChangeKind.RENAME,)),
+        ("ALTER TABLE items ADD COLUMN extra TEXT", (ChangeKind.ALTER,)),
+        ("DROP VIEW item_names", (ChangeKind.DROP,)),
+        ("DROP TRIGGER items_audit", (ChangeKind.DROP,)),
+        ("VACUUM", (ChangeKind.VACUUM,)),
+        ("VACUUM INTO '/tmp/copy.db'", (ChangeKind.VACUUM,)),
+        ("ATTACH DATABASE 'other.db' AS other", (ChangeKind.ATTACH,)),
+        ("DETACH DATABASE other", (ChangeKind.DETACH,)),
+        ("PRAGMA user_version = 7", (ChangeKind.PRAGMA,)),
+        ("PRAGMA foreign_keys = OFF", (ChangeKind.PRAGMA,)),
+        ("PRAGMA journal_mode = WAL", (ChangeKind.PRAGMA,)),
+        ("PRAGMA query_only = 0", (ChangeKind.PRAGMA,)),
+        ("REINDEX items_name", (ChangeKind.REINDEX,)),
+        ("ANALYZE", (ChangeKind.ANALYZE,)),
+        ("SELECT load_extension('evil')", (ChangeKind.LOAD_EXTENSION,)),
+        ("CREATE TEMP TABLE scratch (a)", (ChangeKind.CREATE,)),
+    ],
+)
+def test_changes_are_classified(reader: GuardedConnection, sql: str, kinds: tuple[ChangeKind, ...]) -> None:
+    assert classify(reader, sql) == kinds
+
+
+@pytest.mark.parametrize(
+    ("sql", "error"),
+    [
+        ("", EmptyStatement),
+        ("  ;; -- nothing\n", EmptyStatement),
+        ("SELECT 1; DELETE FROM items", MultipleStatements),
+        ("DELETE FROM items; SELECT 1", MultipleStatements),
+        ("BEGIN", TransactionControl),
+        ("COMMIT", TransactionControl),
+        ("SAVEPOINT s1", TransactionControl),
+        ("RELEASE s1", TransactionControl),
+        ("SELEC 1", InvalidStatement),
+        ("SELECT * FROM no_such_table", InvalidStatement),
+        ("SELECT 1\x00; DROP TABLE items", InvalidStatement),
+    ],
+)
+def test_refused_statements(reader: GuardedConnection, sql: str, error: type[Exception]) -> None:
+    with pytest.raises(error):
+        classify(reader, sql)
+
+
+def test_the_reader_cannot_write_even_if_asked(reader: GuardedConnection) -> None:
+    with reader.session(5) as connection, pytest.raises(sqlite3.DatabaseError):
+        connection.execute("DELETE FROM items")
+
+
+@pytest.mark.parametrize(
+    ("sql", "keyword"),
+    [("select 1", "SELECT"), ("-- x\n/* y */ explain select 1", "EXPLAIN"), (";;", None), ("/* open", None)],
+)
+def test_leading_keyword(sql: str, keyword: str | None) -> None:
+    assert leading_keyword(sql) == keyword
