@@ -108,3 +108,26 @@ def safedb_serve(database: Path, *extra: str, env: dict[str, str] | None = None)
         reader.join(timeout=10)
         if process.stderr is not None:
             process.stderr.close()
+
+
+def database_snapshot(path: Path) -> dict[str, Any]:
+    """Everything a statement could change, read through a connection of its own: the schema, every row
+    of every table (SQLite's own included), the persistent pragmas, and the files beside the database."""
+    connection = sqlite3.connect(path)
+    try:
+        schema = connection.execute(
+            "SELECT type, name, tbl_name, sql FROM sqlite_schema ORDER BY type, name"
+        ).fetchall()
+        tables = [name for kind, name, _, _ in schema if kind == "table"]
+        contents = {
+            table: sorted(map(repr, connection.execute(f'SELECT * FROM "{table.replace(chr(34), chr(34) * 2)}"')))
+            for table in tables
+        }
+        pragmas = {
+            name: connection.execute(f"PRAGMA {name}").fetchall()
+            for name in ("user_version", "application_id", "journal_mode", "page_size", "auto_vacuum", "encoding")
+        }
+    finally:
+        connection.close()
+    files = sorted(p.name for p in path.parent.iterdir())
+    return {"schema": schema, "rows": contents, "pragmas": pragmas, "files": files}

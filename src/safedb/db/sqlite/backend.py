@@ -23,16 +23,19 @@ from safedb.db.backend import (
 )
 from safedb.db.results import fetch_capped
 from safedb.db.sqlite import connections
-from safedb.db.sqlite.connections import GuardedConnection, quote_identifier
+from safedb.db.sqlite.connections import Authorizer, GuardedConnection, quote_identifier
 from safedb.db.sqlite.impact import measure_impact
 from safedb.db.sqlite.inspector import inspect_statement
 from safedb.errors import QueryFailed
-from safedb.sql.classification import ChangeKind, Classification
+from safedb.sql.classification import ChangeKind, Classification, ObjectType
 from safedb.sql.sqlite_actions import Action, AuthorizerEvent, is_internal_table, is_read_event
 
 logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
+
+# The schema name SQLite gives the copy it builds while running VACUUM.
+VACUUM_SCHEMA = "vacuum_db"
 
 # Statements SQLite will not run inside a transaction, or that take effect outside it.
 _OUTSIDE_TRANSACTION = frozenset({ChangeKind.VACUUM, ChangeKind.ATTACH, ChangeKind.DETACH, ChangeKind.PRAGMA})
@@ -43,15 +46,27 @@ _CATALOG_SQL = (
 )
 
 
-def approved_only(approved: Classification) -> Callable[[int, str | None, str | None, str | None, str | None], int]:
-    """An authorizer that allows the approved statement's own actions and plain reads, nothing else."""
+def approved_only(approved: Classification) -> Authorizer:
+    """An authorizer that allows the approved statement's own actions and plain reads, nothing else.
+
+    VACUUM runs statements of its own on a temporary `vacuum_db` schema; those are allowed, and the file
+    it attaches must be the one that was approved (checked here again, at run time, by SQLite's own view).
+    """
     allowed = approved.engine_view
+    vacuum_files = {
+        "" if change.target.type is ObjectType.DATABASE else change.target.name
+        for change in approved.changes
+        if change.kind is ChangeKind.VACUUM
+    }
 
     def authorize(code: int, arg1: str | None, arg2: str | None, schema: str | None, source: str | None) -> int:
         event = AuthorizerEvent(code, arg1, arg2, schema, source)
         # SQLite reports schema (re)loading as updates of its own catalog; they change nothing.
         schema_load = code == Action.UPDATE and is_internal_table(arg1) and arg1 != "sqlite_sequence"
-        permitted = event in allowed or is_read_event(event) or schema_load
+        vacuum_step = bool(vacuum_files) and (
+            schema == VACUUM_SCHEMA or code == Action.TRANSACTION or (code == Action.ATTACH and arg1 in vacuum_files)
+        )
+        permitted = event in allowed or is_read_event(event) or schema_load or vacuum_step
         return sqlite3.SQLITE_OK if permitted else sqlite3.SQLITE_DENY
 
     return authorize

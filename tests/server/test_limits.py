@@ -1,0 +1,83 @@
+"""Bounded work: a long query neither blocks other clients nor runs past its limit; big results are capped."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import anyio
+import pytest
+from mcp.client.client import Client
+
+from safedb.db.backend import QueryLimits
+from safedb.db.sqlite import SqliteDatabase
+from safedb.server.app import build_server
+from safedb.settings import Settings
+from tests.helpers import safedb_serve
+
+pytestmark = pytest.mark.anyio
+
+# Counts to a billion: far longer than any limit used here.
+ENDLESS = "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 1000000000) SELECT count(*) FROM c"
+HUGE = "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 1000000) SELECT x, 'row ' || x FROM c"
+
+
+async def test_ten_second_query_does_not_delay_a_small_read(demo_db: Path) -> None:
+    with safedb_serve(demo_db, "--statement-timeout", "10") as server:
+        long_result: list[object] = []
+        small_latencies: list[float] = []
+
+        async def long_query() -> None:
+            async with Client(server.url) as client:
+                started = time.monotonic()
+                result = await client.call_tool("execute_query", {"query": ENDLESS})
+                long_result.extend([result, time.monotonic() - started])
+
+        async def small_reads() -> None:
+            async with Client(server.url, mode="legacy") as client:
+                await anyio.sleep(1)  # let the long query get going
+                for _ in range(5):
+                    started = time.monotonic()
+                    result = await client.call_tool("execute_query", {"query": "SELECT count(*) FROM users"})
+                    small_latencies.append(time.monotonic() - started)
+                    assert result.structured_content is not None
+                    assert result.structured_content["rows"] == [[5]]
+
+        with anyio.fail_after(60):
+            async with anyio.create_task_group() as group:
+                group.start_soon(long_query)
+                group.start_soon(small_reads)
+
+    result, elapsed = long_result
+    assert result.is_error  # type: ignore[attr-defined]
+    assert "time limit" in result.content[0].text  # type: ignore[attr-defined]
+    assert 9 <= elapsed < 20  # type: ignore[operator]
+    assert max(small_latencies) < 0.5, small_latencies
+
+
+async def test_huge_select_is_capped_and_marked_truncated(demo_db: Path) -> None:
+    limits = QueryLimits(max_rows=1000)
+    server = build_server(Settings(database=demo_db, limits=limits), database := SqliteDatabase(demo_db, limits))
+    try:
+        async with Client(server) as client:
+            result = await client.call_tool("execute_query", {"query": HUGE})
+    finally:
+        await database.aclose()
+    assert result.structured_content is not None
+    assert result.structured_content["truncated"] is True
+    assert result.structured_content["row_count"] == 1000
+    assert result.structured_content["rows"][-1] == [1000, "row 1000"]
+    assert "truncated" in result.content[0].text  # type: ignore[union-attr]
+
+
+async def test_result_bytes_are_capped(demo_db: Path) -> None:
+    limits = QueryLimits(max_rows=100_000, max_bytes=64 * 1024)
+    server = build_server(Settings(database=demo_db, limits=limits), database := SqliteDatabase(demo_db, limits))
+    try:
+        async with Client(server) as client:
+            result = await client.call_tool("execute_query", {"query": HUGE})
+    finally:
+        await database.aclose()
+    assert result.structured_content is not None
+    assert result.structured_content["truncated"] is True
+    assert 1000 < result.structured_content["row_count"] < 10_000

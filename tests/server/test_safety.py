@@ -1,0 +1,198 @@
+"""Safety properties beyond the basic flow: the deny list, the impact preview, binding and single use."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+from mcp.client.client import Client
+from mcp.shared.exceptions import MCPError
+from mcp_types import ElicitResult, InputRequiredResult
+
+from safedb.db.sqlite import SqliteDatabase
+from safedb.server.app import build_server
+from safedb.settings import Settings
+from tests.helpers import Responder, rows
+
+pytestmark = pytest.mark.anyio
+
+
+@asynccontextmanager
+async def connected(path: Path, responder: Any = None, mode: str = "auto", **settings: Any) -> AsyncIterator[Client]:
+    config = Settings(database=path, **settings)
+    database = SqliteDatabase(path, config.limits)
+    try:
+        async with Client(build_server(config, database), mode=mode, elicitation_callback=responder) as client:
+            yield client
+    finally:
+        await database.aclose()
+
+
+@pytest.mark.parametrize(
+    "template",
+    [
+        "ATTACH DATABASE '{outside}' AS other",
+        "ATTACH '{outside_uri}' AS other",
+        "VACUUM INTO '{outside}'",
+        "SELECT load_extension('{outside}')",
+    ],
+)
+async def test_deny_list_refuses_without_asking(demo_db: Path, tmp_path: Path, template: str) -> None:
+    outside = tmp_path / "elsewhere" / "copy.db"
+    outside.parent.mkdir()
+    query = template.format(outside=outside, outside_uri=f"file:{outside}?mode=rwc")
+    responder = Responder()
+    async with connected(demo_db, responder) as client:
+        result = await client.call_tool("execute_query", {"query": query})
+    assert result.is_error
+    assert "not allowed" in result.content[0].text  # type: ignore[union-attr]
+    assert responder.asked == []
+    assert not outside.exists()
+
+
+async def test_vacuum_into_an_allowed_path_asks_and_runs_when_approved(demo_db: Path, tmp_path: Path) -> None:
+    allowed = tmp_path / "backups"
+    allowed.mkdir()
+    target = allowed / "copy.db"
+    responder = Responder()
+    async with connected(demo_db, responder, allowed_paths=(allowed,)) as client:
+        result = await client.call_tool("execute_query", {"query": f"VACUUM INTO '{target}'"})
+    assert not result.is_error, result.content
+    assert len(responder.asked) == 1
+    assert rows(target, "SELECT count(*) FROM invoices") == [(8,)]
+
+
+async def test_attach_in_memory_asks(demo_db: Path) -> None:
+    responder = Responder(action="decline")
+    async with connected(demo_db, responder) as client:
+        result = await client.call_tool("execute_query", {"query": "ATTACH ':memory:' AS scratch"})
+    assert not result.is_error
+    assert len(responder.asked) == 1
+    assert "attach" in responder.asked[0].message
+
+
+async def test_drop_table_question_states_the_rows_that_would_be_lost(demo_db: Path) -> None:
+    responder = Responder(action="decline")
+    async with connected(demo_db, responder) as client:
+        await client.call_tool("execute_query", {"query": "DROP TABLE invoices"})
+    assert "DROP TABLE invoices: 8 rows will be lost" in responder.asked[0].message
+    assert rows(demo_db, "SELECT count(*) FROM invoices") == [(8,)]
+
+
+async def test_data_change_question_states_rows_affected_by_a_rolled_back_dry_run(demo_db: Path) -> None:
+    responder = Responder(action="decline")
+    async with connected(demo_db, responder) as client:
+        await client.call_tool("execute_query", {"query": "DELETE FROM invoices WHERE status = 'paid'"})
+    assert "4 rows would be affected (delete)" in responder.asked[0].message
+    assert rows(demo_db, "SELECT count(*) FROM invoices WHERE status = 'paid'") == [(4,)]
+
+
+async def test_question_names_writes_made_by_triggers(demo_db: Path) -> None:
+    with sqlite3.connect(demo_db) as connection:
+        connection.executescript(
+            "CREATE TABLE removed (invoice_id INTEGER);"
+            "CREATE TRIGGER keep_removed AFTER DELETE ON invoices BEGIN INSERT INTO removed VALUES (old.id); END;"
+        )
+    connection.close()
+    responder = Responder(action="decline")
+    async with connected(demo_db, responder) as client:
+        await client.call_tool("execute_query", {"query": "DELETE FROM invoices WHERE id = 1"})
+    message = responder.asked[0].message
+    assert "table removed" in message
+    assert "via keep_removed" in message
+    assert "including changes made by triggers" in message
+
+
+def add_trigger(path: Path) -> None:
+    connection = sqlite3.connect(path)
+    with connection:
+        connection.executescript(
+            "CREATE TABLE shadow (invoice_id INTEGER);"
+            "CREATE TRIGGER shadow_delete AFTER DELETE ON invoices BEGIN INSERT INTO shadow VALUES (old.id); END;"
+        )
+    connection.close()
+
+
+async def test_handshake_era_approval_does_not_cover_a_changed_schema(demo_db: Path) -> None:
+    """Approved, but a trigger appeared while the person was deciding: the writer refuses what was not approved."""
+    responder = Responder()
+
+    async def answer_after_schema_change(context: Any, params: Any) -> ElicitResult:
+        add_trigger(demo_db)
+        return await responder(context, params)
+
+    async with connected(demo_db, answer_after_schema_change, mode="legacy") as client:
+        result = await client.call_tool("execute_query", {"query": "DELETE FROM invoices WHERE id = 2"})
+    assert result.is_error
+    assert "not approved" in result.content[0].text  # type: ignore[union-attr]
+    assert rows(demo_db, "SELECT count(*) FROM invoices WHERE id = 2") == [(1,)]
+    assert rows(demo_db, "SELECT count(*) FROM shadow") == [(0,)]
+
+
+async def test_input_required_era_asks_again_when_the_schema_changed(demo_db: Path) -> None:
+    responder = Responder()
+    calls = 0
+
+    async def answer(context: Any, params: Any) -> ElicitResult:
+        nonlocal calls
+        calls += 1
+        if calls == 1:
+            add_trigger(demo_db)
+        return await responder(context, params)
+
+    async with connected(demo_db, answer) as client:
+        result = await client.call_tool("execute_query", {"query": "DELETE FROM invoices WHERE id = 2"})
+    assert not result.is_error, result.content
+    assert len(responder.asked) == 2
+    assert "table shadow" in responder.asked[1].message
+    assert rows(demo_db, "SELECT invoice_id FROM shadow") == [(2,)]
+
+
+async def test_replayed_approval_runs_the_statement_once(demo_db: Path) -> None:
+    """2026-07-28: sending the same accepted answer and sealed requestState twice executes once."""
+    query = "INSERT INTO users (name, email, created_at) VALUES ('Replay', 'replay@example.com', '2026-01-01')"
+    accept = ElicitResult(
+        action="accept", content={"confirm": True, "justification": "test", "environment": "Development"}
+    )
+    async with connected(demo_db, Responder()) as client:
+        first = await client.session.call_tool("execute_query", {"query": query}, allow_input_required=True)
+        assert isinstance(first, InputRequiredResult)
+        assert first.input_requests is not None
+        (key,) = first.input_requests
+        answered = await client.session.call_tool(
+            "execute_query", {"query": query}, input_responses={key: accept}, request_state=first.request_state
+        )
+        replayed = await client.session.call_tool(
+            "execute_query", {"query": query}, input_responses={key: accept}, request_state=first.request_state
+        )
+    assert not answered.is_error, answered.content
+    assert replayed.is_error
+    assert "already used" in replayed.content[0].text  # type: ignore[union-attr]
+    assert rows(demo_db, "SELECT count(*) FROM users WHERE name = 'Replay'") == [(1,)]
+
+
+async def test_an_answer_cannot_be_moved_to_another_statement(demo_db: Path) -> None:
+    """The SDK binds requestState to the call's arguments; SafeDB's ticket binds it to the statement too."""
+    accept = ElicitResult(
+        action="accept", content={"confirm": True, "justification": "test", "environment": "Development"}
+    )
+    async with connected(demo_db, Responder()) as client:
+        asked = await client.session.call_tool(
+            "execute_query", {"query": "DELETE FROM invoices WHERE id = 5"}, allow_input_required=True
+        )
+        assert isinstance(asked, InputRequiredResult)
+        assert asked.input_requests is not None
+        (key,) = asked.input_requests
+        with pytest.raises(MCPError, match="requestState"):
+            await client.session.call_tool(
+                "execute_query",
+                {"query": "DELETE FROM invoices"},
+                input_responses={key: accept},
+                request_state=asked.request_state,
+                allow_input_required=True,
+            )
+    assert rows(demo_db, "SELECT count(*) FROM invoices") == [(8,)]
