@@ -63,6 +63,11 @@ def main() -> None:
     envvar="SAFEDB_STATEMENT_TIMEOUT", help="Seconds a statement may run before it is stopped.",
 )  # fmt: skip
 @click.option(
+    "--approval-timeout", type=click.FloatRange(min=1), default=600.0, show_default=True,
+    envvar="SAFEDB_APPROVAL_TIMEOUT",
+    help="Seconds to wait for a person to answer; unanswered questions count as cancelled and nothing runs.",
+)  # fmt: skip
+@click.option(
     "--allow-path", "allowed_paths", multiple=True, envvar="SAFEDB_ALLOWED_PATHS",
     type=click.Path(file_okay=False, path_type=Path),
     help="Directory that ATTACH and VACUUM INTO may use (repeatable). Outside these they are refused.",
@@ -83,6 +88,7 @@ def serve(
     max_rows: int,
     max_result_bytes: int,
     statement_timeout: float,
+    approval_timeout: float,
     allowed_paths: tuple[Path, ...],
     data_dir: Path | None,
     log_level: str,
@@ -101,6 +107,7 @@ def serve(
         port=port,
         limits=QueryLimits(max_rows=max_rows, max_bytes=max_result_bytes, statement_timeout=statement_timeout),
         allowed_paths=tuple(path.resolve() for path in allowed_paths),
+        approval_timeout=approval_timeout,
     )
     try:
         path = settings.database or ensure_demo_database(settings.data_dir)

@@ -34,7 +34,9 @@ class Settings:
     readers: int = 4
     """Read-only connections, so slow reads do not hold up others."""
     min_production_justification: int = 10
-    approval_ttl: float = 600.0
-    """Seconds an asked question stays answerable (2026-07-28 round trips)."""
+    approval_timeout: float = 600.0
+    """Seconds a question waits for a person; unanswered by then, it counts as cancelled."""
+    progress_interval: float = 10.0
+    """Seconds between progress notifications while a person decides (handshake era)."""
     allowed_paths: tuple[Path, ...] = ()
     """Directories ATTACH and VACUUM INTO may use; outside them both are refused outright."""

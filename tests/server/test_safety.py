@@ -8,6 +8,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 from mcp.client.client import Client
 from mcp.shared.exceptions import MCPError
@@ -195,4 +196,48 @@ async def test_an_answer_cannot_be_moved_to_another_statement(demo_db: Path) -> 
                 request_state=asked.request_state,
                 allow_input_required=True,
             )
+    assert rows(demo_db, "SELECT count(*) FROM invoices") == [(8,)]
+
+
+async def test_unanswered_question_times_out_as_cancelled_with_progress_meanwhile(demo_db: Path) -> None:
+    responder = Responder()
+    progress: list[float] = []
+
+    async def slow_person(context: Any, params: Any) -> ElicitResult:
+        await anyio.sleep(30)
+        return await responder(context, params)
+
+    async def on_progress(done: float, total: float | None, message: str | None) -> None:
+        progress.append(done)
+
+    async with connected(demo_db, slow_person, mode="legacy", approval_timeout=1.5, progress_interval=0.2) as client:
+        with anyio.fail_after(20):
+            result = await client.call_tool(
+                "execute_query", {"query": "DELETE FROM invoices"}, progress_callback=on_progress
+            )
+    assert result.structured_content is not None
+    assert result.structured_content["status"] == "timed_out"
+    assert "cancelled" in result.content[0].text  # type: ignore[union-attr]
+    assert len(progress) >= 3
+    assert rows(demo_db, "SELECT count(*) FROM invoices") == [(8,)]
+
+
+async def test_input_required_answer_after_the_timeout_does_not_run(demo_db: Path) -> None:
+    accept = ElicitResult(
+        action="accept", content={"confirm": True, "justification": "test", "environment": "Development"}
+    )
+    async with connected(demo_db, Responder(), approval_timeout=1) as client:
+        asked = await client.session.call_tool(
+            "execute_query", {"query": "DELETE FROM invoices"}, allow_input_required=True
+        )
+        assert isinstance(asked, InputRequiredResult)
+        assert asked.input_requests is not None
+        (key,) = asked.input_requests
+        await anyio.sleep(1.2)
+        late = await client.session.call_tool(
+            "execute_query", {"query": "DELETE FROM invoices"}, input_responses={key: accept},
+            request_state=asked.request_state,
+        )  # fmt: skip
+    assert late.structured_content is not None
+    assert late.structured_content["status"] == "timed_out"
     assert rows(demo_db, "SELECT count(*) FROM invoices") == [(8,)]

@@ -38,12 +38,12 @@ class ApprovalTicket:
         )
 
     def covers(self, classification: Classification) -> bool:
-        """True while the ticket is valid for this exact statement and classification."""
-        return (
-            self.statement == digest(classification.statement)
-            and self.changes == changes_digest(classification)
-            and time.time() < self.expires
-        )
+        """True when the ticket was issued for this exact statement and classification (expired or not)."""
+        return self.statement == digest(classification.statement) and self.changes == changes_digest(classification)
+
+    @property
+    def expired(self) -> bool:
+        return time.time() >= self.expires
 
     def encode(self) -> str:
         return json.dumps({"v": 1, **asdict(self)}, separators=(",", ":"))

@@ -32,12 +32,15 @@ class Answer(StrEnum):
     ACCEPT = "accept"
     DECLINE = "decline"
     CANCEL = "cancel"
+    TIMEOUT = "timeout"
+    """No answer came within the approval timeout; treated as cancelled."""
 
 
 class Verdict(StrEnum):
     APPROVED = "approved"
     DECLINED = "declined"
     CANCELLED = "cancelled"
+    TIMED_OUT = "timed_out"
     NOT_CONFIRMED = "not_confirmed"
     BLOCKED = "blocked"
     INVALID = "invalid"
@@ -65,6 +68,10 @@ def decide(answer: Answer, verification: SafetyVerification | None, rules: Appro
         return Decision(Verdict.DECLINED, "The request was declined. The statement was not run; nothing changed.")
     if answer is Answer.CANCEL:
         return Decision(Verdict.CANCELLED, "The request was cancelled. The statement was not run; nothing changed.")
+    if answer is Answer.TIMEOUT:
+        return Decision(
+            Verdict.TIMED_OUT, "No answer came in time, so the request was cancelled. The statement was not run."
+        )
     if verification is None:
         return Decision(Verdict.INVALID, "The answer did not match the SafetyVerification form. Nothing was run.")
     if not verification.confirm:

@@ -33,7 +33,7 @@ def build_server(settings: Settings, database: Database) -> MCPServer:
     server: MCPServer = MCPServer(name="SafeDB", instructions=INSTRUCTIONS, version=__version__)
     tools = SafeDBTools(
         database,
-        ApprovalChannel(UsedTickets(), settings.approval_ttl),
+        ApprovalChannel(UsedTickets(), settings.approval_timeout, settings.progress_interval),
         DenyList(allowed_paths=settings.allowed_paths),
         ApprovalRules(min_production_justification=settings.min_production_justification),
         settings.text_rows,

@@ -13,6 +13,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
+import anyio
 from mcp.server.elicitation import render_elicitation_schema
 from mcp.server.mcpserver import Context
 from mcp.shared.exceptions import MCPError
@@ -52,11 +53,17 @@ def uses_input_required(ctx: Context[Any, Any]) -> bool:
 
 
 class ApprovalChannel:
-    """Puts the SafetyVerification question to the client and returns the answer, once per ticket."""
+    """Puts the SafetyVerification question to the client and returns the answer, once per ticket.
 
-    def __init__(self, used: UsedTickets, ttl: float) -> None:
+    `timeout` bounds the wait for a person: past it the question counts as cancelled (handshake era),
+    and an answer to an expired ticket no longer counts (2026-07-28). While waiting in the handshake
+    era, progress notifications go out every `keepalive` seconds so clients do not give up.
+    """
+
+    def __init__(self, used: UsedTickets, timeout: float, keepalive: float = 10.0) -> None:
         self._used = used
-        self._ttl = ttl
+        self._timeout = timeout
+        self._keepalive = keepalive
 
     async def ask(
         self, ctx: Context[Any, Any], classification: Classification, message: Callable[[], Awaitable[str]]
@@ -70,14 +77,36 @@ class ApprovalChannel:
         """
         if uses_input_required(ctx):
             return await self._ask_input_required(ctx, classification, message)
+        text = await message()
+        answers: list[Reply] = []
+        async with anyio.create_task_group() as group:
+
+            async def wait_for_answer() -> None:
+                with anyio.move_on_after(self._timeout):
+                    answers.append(await self._elicit(ctx, text))
+                group.cancel_scope.cancel()
+
+            group.start_soon(wait_for_answer)
+            group.start_soon(self._report_waiting, ctx)
+        return answers[0] if answers else Reply(Answer.TIMEOUT, None)
+
+    async def _elicit(self, ctx: Context[Any, Any], text: str) -> Reply:
         try:
             result = await ctx.session.elicit_form(
-                message=await message(), requested_schema=SAFETY_SCHEMA, related_request_id=ctx.request_id
+                message=text, requested_schema=SAFETY_SCHEMA, related_request_id=ctx.request_id
             )
         except MCPError as exc:
             logger.info("Elicitation failed on the client side, treated as cancelled: %s", exc)
             return Reply(Answer.CANCEL, None)
         return _reply(result)
+
+    async def _report_waiting(self, ctx: Context[Any, Any]) -> None:
+        """Progress notifications while a person decides (sent only if the client asked for progress)."""
+        waited = 0.0
+        while True:
+            await anyio.sleep(self._keepalive)
+            waited += self._keepalive
+            await ctx.report_progress(waited, None, f"Waiting for approval ({waited:.0f} s)")
 
     async def _ask_input_required(
         self, ctx: Context[Any, Any], classification: Classification, message: Callable[[], Awaitable[str]]
@@ -87,8 +116,8 @@ class ApprovalChannel:
         if isinstance(response, ElicitResult) and ticket is not None and ticket.covers(classification):
             if not self._used.consume(ticket):
                 raise ApprovalReused
-            return _reply(response)
-        ticket = ApprovalTicket.issue(classification, self._ttl)
+            return Reply(Answer.TIMEOUT, None) if ticket.expired else _reply(response)
+        ticket = ApprovalTicket.issue(classification, self._timeout)
         request = ElicitRequest(params=ElicitRequestFormParams(message=await message(), requested_schema=SAFETY_SCHEMA))
         return InputRequiredResult(input_requests={APPROVAL_KEY: request}, request_state=ticket.encode())
 

@@ -26,7 +26,7 @@ NEEDS_ELICITATION = (
     "changes; read-only queries work from any client."
 )
 
-_FAILED_VERDICTS = frozenset({Verdict.BLOCKED, Verdict.INVALID})
+_FAILED_VERDICTS = frozenset({Verdict.BLOCKED, Verdict.INVALID, Verdict.TIMED_OUT})
 
 
 class SafeDBTools:
