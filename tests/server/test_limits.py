@@ -81,3 +81,20 @@ async def test_result_bytes_are_capped(demo_db: Path) -> None:
     assert result.structured_content is not None
     assert result.structured_content["truncated"] is True
     assert 1000 < result.structured_content["row_count"] < 10_000
+
+
+async def test_cancelled_call_interrupts_the_query_and_frees_the_connection(demo_db: Path) -> None:
+    limits = QueryLimits(statement_timeout=60)
+    database = SqliteDatabase(demo_db, limits, readers=1)
+    server = build_server(Settings(database=demo_db, limits=limits), database)
+    try:
+        async with Client(server) as client:
+            with anyio.move_on_after(1):
+                await client.call_tool("execute_query", {"query": ENDLESS})
+            # The only reader must be free again long before the 60 s limit.
+            with anyio.fail_after(5):
+                result = await client.call_tool("execute_query", {"query": "SELECT count(*) FROM users"})
+    finally:
+        await database.aclose()
+    assert result.structured_content is not None
+    assert result.structured_content["rows"] == [[5]]

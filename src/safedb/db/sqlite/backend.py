@@ -100,7 +100,18 @@ class SqliteDatabase:
             self._readers.put(reader)
 
     async def _in_thread(self, work: Callable[[], T]) -> T:
-        return await anyio.to_thread.run_sync(work)
+        """Run blocking database work in a worker thread; if the call is cancelled, interrupt SQLite so the
+        connection is freed at once (an interrupted write rolls back)."""
+        held: list[sqlite3.Connection] = []
+        token = connections.HELD_CONNECTIONS.set(held)
+        try:
+            return await anyio.to_thread.run_sync(work, abandon_on_cancel=True)
+        except anyio.get_cancelled_exc_class():
+            for connection in held:
+                connection.interrupt()
+            raise
+        finally:
+            connections.HELD_CONNECTIONS.reset(token)
 
     async def classify(self, sql: str) -> Classification:
         def work() -> Classification:

@@ -14,6 +14,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from contextvars import ContextVar
 from pathlib import Path
 
 from safedb.errors import DatabaseOpenError, QueryFailed, QueryTimeout
@@ -25,6 +26,10 @@ _PROGRESS_STEPS = 1000
 _ALWAYS_REFUSED_ON_READERS = frozenset(
     {Action.ATTACH, Action.DETACH, Action.TRANSACTION, Action.SAVEPOINT, Action.PRAGMA, Action.FUNCTION}
 )
+
+# The connections the current call holds, so that cancelling the call can interrupt SQLite (see
+# `SqliteDatabase._in_thread`). Worker threads run in a copy of the caller's context and share the list.
+HELD_CONNECTIONS: ContextVar[list[sqlite3.Connection] | None] = ContextVar("held_connections", default=None)
 
 Authorizer = Callable[[int, str | None, str | None, str | None, str | None], int]
 
@@ -61,6 +66,9 @@ class GuardedConnection:
         """Hold the connection for one unit of work; past `seconds`, SQLite stops and QueryTimeout is raised."""
         with self._lock:
             self._deadline = time.monotonic() + seconds
+            held = HELD_CONNECTIONS.get()
+            if held is not None:
+                held.append(self.connection)
             try:
                 yield self.connection
             except sqlite3.Error as exc:
