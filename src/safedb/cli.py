@@ -10,6 +10,7 @@ import anyio
 import click
 
 from safedb import __version__
+from safedb.audit.commands import audit_commands
 from safedb.db.backend import QueryLimits
 from safedb.db.demo import ensure_demo_database
 from safedb.db.sqlite import SqliteDatabase
@@ -133,3 +134,6 @@ def serve(
         pass
     finally:
         anyio.run(db.aclose)
+
+
+main.add_command(audit_commands)

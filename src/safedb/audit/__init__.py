@@ -1,0 +1,39 @@
+"""The audit log: every decision about a statement that could change the database, append-only and hash-chained.
+
+The server builds `AuditEvent`s and awaits `store.record(event)`; `verify(store)` checks the chain;
+`safedb audit` (in `safedb.audit.commands`) lists, verifies and exports from the command line.
+"""
+
+from safedb.audit.chain import GENESIS_HASH
+from safedb.audit.errors import AuditWriteFailed, UnreadableRecord
+from safedb.audit.events import AuditDecision, AuditEvent, decision_for_verdict
+from safedb.audit.export import record_line, write_jsonl
+from safedb.audit.records import AuditRecord, format_time, parse_time
+from safedb.audit.sqlite_store import SqliteAuditStore, default_audit_path
+from safedb.audit.store import AuditQuery, AuditStore, ChainEntry, ChainHead, ChainSnapshot
+from safedb.audit.verification import Finding, Tampering, VerificationReport, verify
+
+__all__ = [
+    "GENESIS_HASH",
+    "AuditDecision",
+    "AuditEvent",
+    "AuditQuery",
+    "AuditRecord",
+    "AuditStore",
+    "AuditWriteFailed",
+    "ChainEntry",
+    "ChainHead",
+    "ChainSnapshot",
+    "Finding",
+    "SqliteAuditStore",
+    "Tampering",
+    "UnreadableRecord",
+    "VerificationReport",
+    "decision_for_verdict",
+    "default_audit_path",
+    "format_time",
+    "parse_time",
+    "record_line",
+    "verify",
+    "write_jsonl",
+]

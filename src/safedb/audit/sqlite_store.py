@@ -1,0 +1,208 @@
+"""`SqliteAuditStore`: the audit log in its own SQLite file, safe for several processes appending at once.
+
+Each append takes SQLite's write lock first (`BEGIN IMMEDIATE`), then reads the last record's hash,
+inserts the new record and moves the head anchor, and commits: appends from any number of processes
+queue on that lock, so sequence numbers rise by one with no gaps and every record chains from the one
+before it. The file is separate from the served database, so a rolled-back data change keeps its record.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sqlite3
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager, suppress
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import anyio.to_thread
+
+from safedb.audit.chain import CONTENT_FIELDS, GENESIS_HASH
+from safedb.audit.errors import AuditWriteFailed
+from safedb.audit.events import AuditEvent
+from safedb.audit.records import AuditRecord, format_time
+from safedb.audit.sqlite_schema import COLUMNS, SELECT_COLUMNS, open_reader, open_writer
+from safedb.audit.store import AuditQuery, ChainEntry, ChainHead, ChainSnapshot
+from safedb.settings import default_data_dir
+
+logger = logging.getLogger(__name__)
+
+_INSERT = f"INSERT INTO audit_log ({SELECT_COLUMNS}) VALUES ({', '.join('?' for _ in COLUMNS)})"
+_MOVE_HEAD = (
+    "INSERT INTO audit_head (id, seq, hash) VALUES (1, ?, ?) "
+    "ON CONFLICT (id) DO UPDATE SET seq = excluded.seq, hash = excluded.hash"
+)
+
+
+AUDIT_FILE_NAME = "audit.db"
+
+
+def default_audit_path(data_dir: Path | None = None) -> Path:
+    """Where the audit log lives unless configured: `audit.db` in the data directory."""
+    return (data_dir or default_data_dir()) / AUDIT_FILE_NAME
+
+
+class SqliteAuditStore:
+    """The audit log in an SQLite file. Open with `SqliteAuditStore.open(path)`; close when done."""
+
+    def __init__(self, path: Path, writer: sqlite3.Connection | None, busy_timeout: float) -> None:
+        self.path = path
+        self._writer = writer
+        self._busy_timeout = busy_timeout
+        self._lock = threading.Lock()
+
+    @classmethod
+    def open(cls, path: Path, *, readonly: bool = False, busy_timeout: float = 30.0) -> SqliteAuditStore:
+        """Open the audit file at `path`, creating it unless `readonly`.
+
+        Raises DatabaseOpenError when the file is missing (readonly), is not an SQLite database, or is a
+        database that is not an audit log.
+        """
+        if readonly:
+            open_reader(path, busy_timeout).close()
+            return cls(path, None, busy_timeout)
+        return cls(path, open_writer(path, busy_timeout), busy_timeout)
+
+    def __enter__(self) -> SqliteAuditStore:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        with self._lock:
+            if self._writer is not None:
+                self._writer.close()
+                self._writer = None
+
+    async def aclose(self) -> None:
+        await anyio.to_thread.run_sync(self.close)
+
+    async def record(self, event: AuditEvent) -> AuditRecord:
+        """Append `event` in a worker thread, so the event loop never waits on the file lock."""
+        return await anyio.to_thread.run_sync(self.append, event)
+
+    async def query(self, query: AuditQuery) -> Sequence[AuditRecord]:
+        return await anyio.to_thread.run_sync(lambda: list(self.records(query)))
+
+    def append(self, event: AuditEvent) -> AuditRecord:
+        """Append `event` as the next record and return it. AuditWriteFailed when it cannot be written."""
+        with self._lock:
+            writer = self._writer
+            if writer is None:
+                raise AuditWriteFailed(f"The audit log {self.path} is not open for writing.")
+            try:
+                return self._append(writer, event)
+            except sqlite3.Error as exc:
+                logger.error("Cannot append to the audit log %s: %s", self.path, exc)
+                raise AuditWriteFailed(f"The audit log could not be written ({exc}).") from exc
+
+    def _append(self, writer: sqlite3.Connection, event: AuditEvent) -> AuditRecord:
+        writer.execute("BEGIN IMMEDIATE")
+        try:
+            last = writer.execute("SELECT seq, hash FROM audit_log ORDER BY seq DESC LIMIT 1").fetchone()
+            head = writer.execute("SELECT seq, hash FROM audit_head WHERE id = 1").fetchone()
+            last_seq, last_hash = last if last is not None else (0, GENESIS_HASH)
+            head_seq = head[0] if head is not None else 0
+            if head is None or (head[0], head[1]) != (last_seq, last_hash):
+                logger.warning(
+                    "The audit log %s does not end where its head anchor says (records were removed or added "
+                    "outside SafeDB); appending after it. Run `safedb audit verify`.",
+                    self.path,
+                )
+            record = AuditRecord.chained(
+                event,
+                seq=max(last_seq, head_seq) + 1,
+                time=format_time(datetime.now(UTC)),
+                prev_hash=last_hash,
+            )
+            row = record.content()
+            row["changes"] = json.dumps(row["changes"], ensure_ascii=False)
+            writer.execute(_INSERT, [*row.values(), record.hash])
+            writer.execute(_MOVE_HEAD, (record.seq, record.hash))
+            writer.execute("COMMIT")
+        except BaseException:
+            if writer.in_transaction:
+                writer.execute("ROLLBACK")
+            raise
+        return record
+
+    def records(self, query: AuditQuery) -> Iterator[AuditRecord]:
+        """The records matching `query`, oldest first, read through a connection of their own."""
+        conditions: list[str] = []
+        parameters: list[Any] = []
+        if query.target is not None:
+            conditions.append("target = ?")
+            parameters.append(query.target)
+        if query.decisions:
+            conditions.append(f"decision IN ({', '.join('?' for _ in query.decisions)})")
+            parameters.extend(decision.value for decision in query.decisions)
+        if query.request_id is not None:
+            conditions.append("request_id = ?")
+            parameters.append(query.request_id)
+        if query.since is not None:
+            conditions.append("time >= ?")
+            parameters.append(query.since)
+        if query.until is not None:
+            conditions.append("time < ?")
+            parameters.append(query.until)
+        where = f"WHERE {' AND '.join(conditions)}" if conditions else ""
+        sql = f"SELECT {SELECT_COLUMNS} FROM audit_log {where} ORDER BY seq"
+        if query.limit is not None:
+            sql = f"SELECT * FROM ({sql} DESC LIMIT ?) ORDER BY seq"
+            parameters.append(query.limit)
+        with self._reader() as reader:
+            for row in reader.execute(sql, parameters):
+                yield AuditRecord.from_content(dict(zip(CONTENT_FIELDS, row, strict=False)), row[-1])
+
+    @contextmanager
+    def snapshot(self) -> Iterator[ChainSnapshot]:
+        """The head anchor and all records, read in one transaction (appends meanwhile are not seen)."""
+        with self._reader() as reader:
+            reader.execute("BEGIN")
+            try:
+                head = _head(reader)
+                rows = reader.execute(f"SELECT {SELECT_COLUMNS} FROM audit_log ORDER BY seq")
+                yield ChainSnapshot(
+                    head=head,
+                    entries=(_entry(row) for row in rows),
+                )
+            finally:
+                reader.execute("ROLLBACK")
+
+    @contextmanager
+    def _reader(self) -> Iterator[sqlite3.Connection]:
+        connection = open_reader(self.path, self._busy_timeout)
+        try:
+            yield connection
+        finally:
+            connection.close()
+
+
+def _head(reader: sqlite3.Connection) -> ChainHead | None:
+    """The head anchor; None when it is gone (its table dropped or its row deleted) or is not a number."""
+    try:
+        row = reader.execute("SELECT seq, hash FROM audit_head WHERE id = 1").fetchone()
+    except sqlite3.OperationalError:
+        return None
+    if row is None or not isinstance(row[0], int):
+        return None
+    return ChainHead(seq=row[0], hash=_hash_text(row[1]))
+
+
+def _entry(row: tuple[Any, ...]) -> ChainEntry:
+    """A stored row as it is, for verification: no shape checks, so any alteration shows in the hash."""
+    content = dict(zip(CONTENT_FIELDS, row, strict=False))
+    changes = content["changes"]
+    if isinstance(changes, str):
+        with suppress(ValueError):
+            content["changes"] = json.loads(changes)
+    return ChainEntry(seq=int(row[0]), content=content, prev_hash=_hash_text(content["prev_hash"]),
+                      hash=_hash_text(row[-1]))  # fmt: skip
+
+
+def _hash_text(value: object) -> str:
+    return value if isinstance(value, str) else repr(value)

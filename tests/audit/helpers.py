@@ -1,0 +1,70 @@
+"""Audit test helpers: one event of every kind, and tampering with the file the way an intruder would."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from safedb.audit import AuditDecision, AuditEvent, AuditRecord, SqliteAuditStore
+
+TRIGGERS = (
+    "audit_log_no_update",
+    "audit_log_no_delete",
+    "audit_log_append_at_end",
+    "audit_head_forward_only",
+    "audit_head_no_delete",
+)
+
+
+def event(decision: AuditDecision, index: int = 0, target: str = "demo") -> AuditEvent:
+    """A distinct event: its request id, SQL and fields say which decision and index it is."""
+    return AuditEvent(
+        decision=decision,
+        request_id=f"req-{index}",
+        target=target,
+        sql=f"DELETE FROM invoices WHERE id = {index}",
+        caller="pytest-client/1.0",
+        classification="data change (delete)",
+        changes=("delete table invoices",),
+        justification="cleanup of test rows" if decision is not AuditDecision.REQUESTED else None,
+        environment="Development" if decision is not AuditDecision.REQUESTED else None,
+        rows_affected=1 if decision is AuditDecision.EXECUTED else None,
+        error="The database reported an error: disk I/O error" if decision is AuditDecision.FAILED else None,
+    )
+
+
+def fill(path: Path, count: int) -> list[AuditRecord]:
+    """An audit log with `count` records, decisions taken in turn."""
+    decisions = list(AuditDecision)
+    with SqliteAuditStore.open(path) as store:
+        return [store.append(event(decisions[i % len(decisions)], i)) for i in range(count)]
+
+
+@contextmanager
+def tampering(path: Path) -> Iterator[sqlite3.Connection]:
+    """A connection of its own with the append-only triggers dropped; commits and closes on exit."""
+    connection = sqlite3.connect(path)
+    try:
+        for trigger in TRIGGERS:
+            connection.execute(f"DROP TRIGGER IF EXISTS {trigger}")
+        yield connection
+        connection.commit()
+    finally:
+        connection.close()
+
+
+def shift_seqs(connection: sqlite3.Connection, first: int, by: int) -> None:
+    """Renumber records `first`.. by `by`, without tripping the primary key half-way."""
+    connection.execute("UPDATE audit_log SET seq = -seq WHERE seq >= ?", (first,))
+    connection.execute("UPDATE audit_log SET seq = -seq + ? WHERE seq < 0", (by,))
+
+
+def insert_row(connection: sqlite3.Connection, record: AuditRecord) -> None:
+    row = record.content()
+    row["changes"] = json.dumps(row["changes"])
+    columns = ", ".join(f'"{name}"' for name in [*row, "hash"])
+    marks = ", ".join("?" for _ in range(len(row) + 1))
+    connection.execute(f"INSERT INTO audit_log ({columns}) VALUES ({marks})", [*row.values(), record.hash])

@@ -1,0 +1,180 @@
+"""`safedb audit list|verify|export` as a user runs them: a real subprocess, its output and exit code."""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from safedb.audit import AuditDecision, SqliteAuditStore
+from safedb.audit.chain import GENESIS_HASH, chain_hash
+from tests.audit.helpers import event, fill, tampering
+
+pytestmark = pytest.mark.slow
+
+
+def run_audit(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    environment = {key: value for key, value in os.environ.items() if key != "SAFEDB_AUDIT_DB"}
+    return subprocess.run(
+        [sys.executable, "-m", "safedb", "audit", *args], capture_output=True, text=True, timeout=60, check=False,
+        env={**environment, **(env or {})},
+    )  # fmt: skip
+
+
+def _assert_clean_failure(result: subprocess.CompletedProcess[str], code: int, message: str) -> None:
+    assert result.returncode == code, result.stdout + result.stderr
+    assert message in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_verify_intact(audit_path: Path) -> None:
+    records = fill(audit_path, 5)
+    result = run_audit("verify", "--audit-db", str(audit_path))
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == f"Audit log intact: 5 records; last record 5, hash {records[-1].hash}.\n"
+
+
+@pytest.mark.parametrize(
+    ("tamper", "expected"),
+    [
+        ("UPDATE audit_log SET sql = 'SELECT 1' WHERE seq = 3", "record 3 was edited"),
+        ("DELETE FROM audit_log WHERE seq = 2", "record 2 was deleted"),
+        ("DELETE FROM audit_log WHERE seq = 5", "record 5 was deleted"),
+        (
+            "INSERT INTO audit_log SELECT 6, time, decision, request_id, target, caller, sql, classification, "
+            "changes, justification, environment, rows_affected, error, hash, hash FROM audit_log WHERE seq = 5",
+            "record 6 was inserted",
+        ),
+    ],
+    ids=["edited", "deleted-middle", "deleted-last", "inserted"],
+)
+def test_verify_names_the_tampered_record(audit_path: Path, tamper: str, expected: str) -> None:
+    fill(audit_path, 5)
+    with tampering(audit_path) as db:
+        db.execute(tamper)
+    result = run_audit("verify", "--audit-db", str(audit_path))
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert result.stdout.startswith(f"Audit log NOT intact: {expected}")
+    assert result.stdout.count("\n") == 1
+    assert "Traceback" not in result.stderr
+
+
+def test_audit_db_from_the_environment(audit_path: Path) -> None:
+    fill(audit_path, 2)
+    result = run_audit("verify", env={"SAFEDB_AUDIT_DB": str(audit_path)})
+    assert result.returncode == 0, result.stderr
+    assert "intact: 2 records" in result.stdout
+
+
+def test_default_location_is_the_data_dir(tmp_path: Path) -> None:
+    data_home = tmp_path / "xdg"
+    fill(data_home / "safedb" / "audit.db", 3)
+    result = run_audit("verify", env={"XDG_DATA_HOME": str(data_home)})
+    assert result.returncode == 0, result.stderr
+    assert "intact: 3 records" in result.stdout
+
+
+@pytest.mark.parametrize("command", ["list", "verify", "export"])
+def test_missing_file(audit_path: Path, command: str) -> None:
+    result = run_audit(command, "--audit-db", str(audit_path))
+    _assert_clean_failure(result, 2, f"Audit log not found: {audit_path}")
+    assert not audit_path.exists()
+
+
+@pytest.mark.parametrize("command", ["list", "verify", "export"])
+def test_not_an_audit_database(tmp_path: Path, command: str) -> None:
+    bogus = tmp_path / "notes.db"
+    bogus.write_text("hello\n" * 500)
+    _assert_clean_failure(run_audit(command, "--audit-db", str(bogus)), 2, "is not a SafeDB audit log")
+    other = tmp_path / "app.db"
+    connection = sqlite3.connect(other)
+    try:
+        connection.execute("CREATE TABLE users (id INTEGER)")
+        connection.commit()
+    finally:
+        connection.close()
+    _assert_clean_failure(run_audit(command, "--audit-db", str(other)), 2, "is not a SafeDB audit log")
+
+
+def test_list_with_filters(audit_path: Path) -> None:
+    with SqliteAuditStore.open(audit_path) as store:
+        store.append(event(AuditDecision.REQUESTED, 1, target="alpha"))
+        store.append(event(AuditDecision.ACCEPTED, 1, target="alpha"))
+        store.append(event(AuditDecision.EXECUTED, 1, target="alpha"))
+        store.append(event(AuditDecision.REQUESTED, 2, target="beta"))
+        store.append(event(AuditDecision.DECLINED, 2, target="beta"))
+    db = ("--audit-db", str(audit_path))
+
+    result = run_audit("list", *db)
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0].split() == ["SEQ", "TIME", "DECISION", "TARGET", "CALLER", "ROWS", "SQL"]
+    assert [line.split()[2] for line in lines[1:]] == ["requested", "accepted", "executed", "requested", "declined"]
+    assert "DELETE FROM invoices WHERE id = 1" in lines[3]
+
+    result = run_audit("list", *db, "--target", "beta", "--json")
+    assert result.returncode == 0, result.stderr
+    records = json.loads(result.stdout)
+    assert [(r["seq"], r["decision"], r["target"]) for r in records] == [
+        (4, "requested", "beta"),
+        (5, "declined", "beta"),
+    ]
+
+    result = run_audit("list", *db, "--decision", "executed", "--decision", "declined", "--json")
+    assert [r["seq"] for r in json.loads(result.stdout)] == [3, 5]
+
+    result = run_audit("list", *db, "--limit", "2", "--json")
+    assert [r["seq"] for r in json.loads(result.stdout)] == [4, 5]
+
+    result = run_audit("list", *db, "--since", "2000-01-01", "--until", "2000-01-02")
+    assert result.returncode == 0
+    assert result.stdout == ""
+    assert "No audit records match." in result.stderr
+
+    result = run_audit("list", *db, "--since", "2000-01-01T00:00Z", "--json")
+    assert len(json.loads(result.stdout)) == 5
+
+
+def test_list_refuses_a_bad_time(audit_path: Path) -> None:
+    fill(audit_path, 1)
+    result = run_audit("list", "--audit-db", str(audit_path), "--since", "yesterday")
+    _assert_clean_failure(result, 2, "is not an ISO 8601 date or time")
+
+
+def test_export_jsonl_to_stdout_has_every_record_and_rebuilds_the_chain(audit_path: Path) -> None:
+    written = fill(audit_path, len(AuditDecision) * 2)
+    result = run_audit("export", "--format", "jsonl", "--audit-db", str(audit_path))
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert len(lines) == len(written)
+    previous = GENESIS_HASH
+    for line, record in zip(lines, written, strict=True):
+        data = json.loads(line)
+        assert data == record.to_dict()
+        assert list(data) == [*record.content(), "hash"]
+        assert data["prev_hash"] == previous
+        assert chain_hash({key: value for key, value in data.items() if key != "hash"}) == data["hash"]
+        previous = data["hash"]
+    assert {json.loads(line)["decision"] for line in lines} == {decision.value for decision in AuditDecision}
+
+
+def test_export_to_a_file(audit_path: Path, tmp_path: Path) -> None:
+    fill(audit_path, 4)
+    output = tmp_path / "export.jsonl"
+    result = run_audit("export", "--audit-db", str(audit_path), "--output", str(output), "--decision", "requested")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == ""
+    assert f"Exported 1 record to {output}." in result.stderr
+    (line,) = output.read_text(encoding="utf-8").splitlines()
+    assert json.loads(line)["seq"] == 1
+
+
+def test_export_refuses_other_formats(audit_path: Path) -> None:
+    fill(audit_path, 1)
+    result = run_audit("export", "--format", "csv", "--audit-db", str(audit_path))
+    _assert_clean_failure(result, 2, "Invalid value for '--format'")
