@@ -9,13 +9,19 @@ import subprocess
 import sys
 import threading
 import uuid
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from mcp.server.mcpserver import MCPServer
 from mcp_types import ElicitRequestFormParams, ElicitRequestURLParams, ElicitResult
+
+from safedb.audit import AuditQuery, SqliteAuditStore
+from safedb.db.sqlite import SqliteDatabase
+from safedb.server.app import build_server
+from safedb.settings import Settings
 
 SAFETY_FIELDS = {"confirm", "justification", "environment"}
 
@@ -35,6 +41,24 @@ class Responder:
         if self.action == "accept":
             return ElicitResult(action="accept", content=self.content)
         return ElicitResult(action=self.action)  # type: ignore[arg-type]
+
+
+@asynccontextmanager
+async def in_process_server(path: Path, **settings: Any) -> AsyncIterator[tuple[MCPServer, SqliteAuditStore]]:
+    """A SafeDB server for `path`, in this process, with its audit log beside the database."""
+    config = Settings(database=path, **settings)
+    database = SqliteDatabase(path, config.limits, readers=config.readers)
+    audit = SqliteAuditStore.open(path.parent / "audit.db")
+    try:
+        yield build_server(config, database, audit), audit
+    finally:
+        await database.aclose()
+        audit.close()
+
+
+def audit_decisions(audit: SqliteAuditStore) -> list[tuple[str, str]]:
+    """(decision, sql) of every audit record, oldest first."""
+    return [(str(record.decision), record.sql) for record in audit.records(AuditQuery(limit=None))]
 
 
 def rows(path: Path, sql: str, parameters: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:

@@ -10,6 +10,7 @@ import anyio
 import click
 
 from safedb import __version__
+from safedb.audit import SqliteAuditStore
 from safedb.audit.commands import audit_commands
 from safedb.db.backend import QueryLimits
 from safedb.db.demo import ensure_demo_database
@@ -74,6 +75,10 @@ def main() -> None:
     help="Directory that ATTACH and VACUUM INTO may use (repeatable). Outside these they are refused.",
 )  # fmt: skip
 @click.option(
+    "--audit-db", type=click.Path(dir_okay=False, path_type=Path), envvar="SAFEDB_AUDIT_DB",
+    help="The audit log file (created if missing). Default: audit.db in the data directory.",
+)  # fmt: skip
+@click.option(
     "--data-dir", type=click.Path(file_okay=False, path_type=Path), envvar="SAFEDB_DATA_DIR",
     help=f"Where the demo database lives. Default: {default_data_dir()}",
 )  # fmt: skip
@@ -91,6 +96,7 @@ def serve(
     statement_timeout: float,
     approval_timeout: float,
     allowed_paths: tuple[Path, ...],
+    audit_db: Path | None,
     data_dir: Path | None,
     log_level: str,
 ) -> None:
@@ -109,13 +115,16 @@ def serve(
         limits=QueryLimits(max_rows=max_rows, max_bytes=max_result_bytes, statement_timeout=statement_timeout),
         allowed_paths=tuple(path.resolve() for path in allowed_paths),
         approval_timeout=approval_timeout,
+        audit_db=audit_db,
     )
     try:
         path = settings.database or ensure_demo_database(settings.data_dir)
         db = SqliteDatabase(path, settings.limits, readers=settings.readers)
+        settings.audit_path.parent.mkdir(parents=True, exist_ok=True)
+        audit = SqliteAuditStore.open(settings.audit_path)
     except (SafeDBError, OSError) as exc:
         raise click.ClickException(str(exc)) from None
-    server = app.build_server(settings, db)
+    server = app.build_server(settings, db, audit)
     try:
         if settings.transport is Transport.STDIO:
             logger.info("SafeDB %s serving %s over stdio", __version__, path)
@@ -134,6 +143,7 @@ def serve(
         pass
     finally:
         anyio.run(db.aclose)
+        audit.close()
 
 
 main.add_command(audit_commands)

@@ -22,6 +22,8 @@ def default_data_dir() -> Path:
 
 @dataclass(frozen=True)
 class Settings:
+    """Everything `safedb serve` can be told; each field is documented where it is declared."""
+
     database: Path | None = None
     """SQLite file to serve; None serves the demo database in `data_dir`."""
     data_dir: Path = field(default_factory=default_data_dir)
@@ -38,5 +40,11 @@ class Settings:
     """Seconds a question waits for a person; unanswered by then, it counts as cancelled."""
     progress_interval: float = 10.0
     """Seconds between progress notifications while a person decides (handshake era)."""
+    audit_db: Path | None = None
+    """The audit log file; None keeps it in `data_dir`."""
     allowed_paths: tuple[Path, ...] = ()
     """Directories ATTACH and VACUUM INTO may use; outside them both are refused outright."""
+
+    @property
+    def audit_path(self) -> Path:
+        return self.audit_db or self.data_dir / "audit.db"

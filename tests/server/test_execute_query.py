@@ -15,6 +15,7 @@ import pytest
 from mcp.client.client import Client
 from mcp.server.mcpserver import MCPServer
 
+from safedb.audit import SqliteAuditStore
 from safedb.db.sqlite import SqliteDatabase
 from safedb.server.app import build_server
 from safedb.settings import Settings
@@ -35,8 +36,10 @@ def served(shared_db: Path) -> Iterator[ServerProcess]:
 def in_process_server(shared_db: Path) -> Iterator[MCPServer]:
     settings = Settings(database=shared_db)
     database = SqliteDatabase(shared_db, settings.limits)
-    yield build_server(settings, database)
+    audit = SqliteAuditStore.open(shared_db.parent / "audit.db")
+    yield build_server(settings, database, audit)
     anyio.run(database.aclose)
+    audit.close()
 
 
 @pytest.fixture(params=["in-process", "http"])

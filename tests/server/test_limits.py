@@ -10,10 +10,7 @@ import pytest
 from mcp.client.client import Client
 
 from safedb.db.backend import QueryLimits
-from safedb.db.sqlite import SqliteDatabase
-from safedb.server.app import build_server
-from safedb.settings import Settings
-from tests.helpers import safedb_serve
+from tests.helpers import in_process_server, safedb_serve
 
 pytestmark = pytest.mark.anyio
 
@@ -56,13 +53,8 @@ async def test_ten_second_query_does_not_delay_a_small_read(demo_db: Path) -> No
 
 
 async def test_huge_select_is_capped_and_marked_truncated(demo_db: Path) -> None:
-    limits = QueryLimits(max_rows=1000)
-    server = build_server(Settings(database=demo_db, limits=limits), database := SqliteDatabase(demo_db, limits))
-    try:
-        async with Client(server) as client:
-            result = await client.call_tool("execute_query", {"query": HUGE})
-    finally:
-        await database.aclose()
+    async with in_process_server(demo_db, limits=QueryLimits(max_rows=1000)) as (server, _), Client(server) as client:
+        result = await client.call_tool("execute_query", {"query": HUGE})
     assert result.structured_content is not None
     assert result.structured_content["truncated"] is True
     assert result.structured_content["row_count"] == 1000
@@ -72,12 +64,8 @@ async def test_huge_select_is_capped_and_marked_truncated(demo_db: Path) -> None
 
 async def test_result_bytes_are_capped(demo_db: Path) -> None:
     limits = QueryLimits(max_rows=100_000, max_bytes=64 * 1024)
-    server = build_server(Settings(database=demo_db, limits=limits), database := SqliteDatabase(demo_db, limits))
-    try:
-        async with Client(server) as client:
-            result = await client.call_tool("execute_query", {"query": HUGE})
-    finally:
-        await database.aclose()
+    async with in_process_server(demo_db, limits=limits) as (server, _), Client(server) as client:
+        result = await client.call_tool("execute_query", {"query": HUGE})
     assert result.structured_content is not None
     assert result.structured_content["truncated"] is True
     assert 1000 < result.structured_content["row_count"] < 10_000
@@ -85,16 +73,11 @@ async def test_result_bytes_are_capped(demo_db: Path) -> None:
 
 async def test_cancelled_call_interrupts_the_query_and_frees_the_connection(demo_db: Path) -> None:
     limits = QueryLimits(statement_timeout=60)
-    database = SqliteDatabase(demo_db, limits, readers=1)
-    server = build_server(Settings(database=demo_db, limits=limits), database)
-    try:
-        async with Client(server) as client:
-            with anyio.move_on_after(1):
-                await client.call_tool("execute_query", {"query": ENDLESS})
-            # The only reader must be free again long before the 60 s limit.
-            with anyio.fail_after(5):
-                result = await client.call_tool("execute_query", {"query": "SELECT count(*) FROM users"})
-    finally:
-        await database.aclose()
+    async with in_process_server(demo_db, limits=limits, readers=1) as (server, _), Client(server) as client:
+        with anyio.move_on_after(1):
+            await client.call_tool("execute_query", {"query": ENDLESS})
+        # The only reader must be free again long before the 60 s limit.
+        with anyio.fail_after(5):
+            result = await client.call_tool("execute_query", {"query": "SELECT count(*) FROM users"})
     assert result.structured_content is not None
     assert result.structured_content["rows"] == [[5]]

@@ -12,7 +12,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from mcp.client.client import Client
+from mcp.server.mcpserver import MCPServer
 
+from safedb.audit import SqliteAuditStore
 from safedb.db.demo import ensure_demo_database
 from safedb.db.sqlite import SqliteDatabase
 from safedb.server.app import build_server
@@ -93,11 +95,14 @@ def authorizer_reports_a_write(path: Path, sql: str) -> bool | None:
 
 
 @pytest.fixture(scope="module")
-def property_db(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, SqliteDatabase]]:
+def property_db(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, MCPServer]]:
     path = ensure_demo_database(tmp_path_factory.mktemp("property"))
-    database = SqliteDatabase(path, Settings().limits)
-    yield path, database
+    settings = Settings(database=path)
+    database = SqliteDatabase(path, settings.limits)
+    audit = SqliteAuditStore.open(path.parent / "audit.db")
+    yield path, build_server(settings, database, audit)
     anyio.run(database.aclose)
+    audit.close()
 
 
 @pytest.mark.parametrize("mode", ["legacy", "auto"])
@@ -105,10 +110,9 @@ def property_db(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(sql=statements())
 def test_no_write_without_an_accepted_answer(
-    property_db: tuple[Path, SqliteDatabase], mode: str, answer: str, sql: str
+    property_db: tuple[Path, MCPServer], mode: str, answer: str, sql: str
 ) -> None:
-    path, database = property_db
-    server = build_server(Settings(database=path), database)
+    path, server = property_db
     before = database_snapshot(path)
     writes = authorizer_reports_a_write(path, sql)
     responder = Responder(action=answer)

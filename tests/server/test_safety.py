@@ -14,23 +14,18 @@ from mcp.client.client import Client
 from mcp.shared.exceptions import MCPError
 from mcp_types import ElicitResult, InputRequiredResult
 
-from safedb.db.sqlite import SqliteDatabase
-from safedb.server.app import build_server
-from safedb.settings import Settings
-from tests.helpers import Responder, rows
+from tests.helpers import Responder, in_process_server, rows
 
 pytestmark = pytest.mark.anyio
 
 
 @asynccontextmanager
 async def connected(path: Path, responder: Any = None, mode: str = "auto", **settings: Any) -> AsyncIterator[Client]:
-    config = Settings(database=path, **settings)
-    database = SqliteDatabase(path, config.limits)
-    try:
-        async with Client(build_server(config, database), mode=mode, elicitation_callback=responder) as client:
-            yield client
-    finally:
-        await database.aclose()
+    async with (
+        in_process_server(path, **settings) as (server, _),
+        Client(server, mode=mode, elicitation_callback=responder) as client,
+    ):
+        yield client
 
 
 @pytest.mark.parametrize(

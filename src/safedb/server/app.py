@@ -12,6 +12,7 @@ from mcp_types import ToolAnnotations
 from safedb import __version__
 from safedb.approval.binding import UsedTickets
 from safedb.approval.verification import ApprovalRules
+from safedb.audit import AuditStore
 from safedb.db.backend import Database
 from safedb.server.elicitation import ApprovalChannel
 from safedb.server.tools import SafeDBTools
@@ -29,10 +30,12 @@ _READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempo
 _MAY_CHANGE = ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=False, open_world_hint=False)
 
 
-def build_server(settings: Settings, database: Database) -> MCPServer:
+def build_server(settings: Settings, database: Database, audit: AuditStore) -> MCPServer:
+    """The MCP server for one database; every decision about a change is recorded in `audit`."""
     server: MCPServer = MCPServer(name="SafeDB", instructions=INSTRUCTIONS, version=__version__)
     tools = SafeDBTools(
         database,
+        audit,
         ApprovalChannel(UsedTickets(), settings.approval_timeout, settings.progress_interval),
         DenyList(allowed_paths=settings.allowed_paths),
         ApprovalRules(min_production_justification=settings.min_production_justification),

@@ -9,6 +9,7 @@ answer, and the ticket binds that answer to this statement, once.
 from __future__ import annotations
 
 import logging
+import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
@@ -38,6 +39,18 @@ class Reply:
     answer: Answer
     verification: SafetyVerification | None
     """The validated form; None when declined, cancelled, or the content did not fit the form."""
+    request_id: str
+    """Links the question and its answer (the ticket id on 2026-07-28)."""
+
+
+@dataclass(frozen=True)
+class Question:
+    """What the channel needs from the caller: the text, built only when asked, and a hook run just
+    before the question goes out (the server records it in the audit log there)."""
+
+    text: Callable[[], Awaitable[str]]
+    asking: Callable[[str], Awaitable[None]]
+    """Called with the request id before the question is sent; if it raises, nothing is asked."""
 
 
 def client_can_elicit(ctx: Context[Any, Any]) -> bool:
@@ -66,39 +79,39 @@ class ApprovalChannel:
         self._keepalive = keepalive
 
     async def ask(
-        self, ctx: Context[Any, Any], classification: Classification, message: Callable[[], Awaitable[str]]
+        self, ctx: Context[Any, Any], classification: Classification, question: Question
     ) -> Reply | InputRequiredResult:
         """The person's answer, or (2026-07-28) the question to hand back to the client.
-
-        `message` builds the question text; it is awaited only when the question is actually asked.
 
         Raises:
             ApprovalReused: a 2026-07-28 retry carries an answer whose ticket was already acted on.
         """
         if uses_input_required(ctx):
-            return await self._ask_input_required(ctx, classification, message)
-        text = await message()
+            return await self._ask_input_required(ctx, classification, question)
+        request_id = uuid.uuid4().hex
+        text = await question.text()
+        await question.asking(request_id)
         answers: list[Reply] = []
         async with anyio.create_task_group() as group:
 
             async def wait_for_answer() -> None:
                 with anyio.move_on_after(self._timeout):
-                    answers.append(await self._elicit(ctx, text))
+                    answers.append(await self._elicit(ctx, text, request_id))
                 group.cancel_scope.cancel()
 
             group.start_soon(wait_for_answer)
             group.start_soon(self._report_waiting, ctx)
-        return answers[0] if answers else Reply(Answer.TIMEOUT, None)
+        return answers[0] if answers else Reply(Answer.TIMEOUT, None, request_id)
 
-    async def _elicit(self, ctx: Context[Any, Any], text: str) -> Reply:
+    async def _elicit(self, ctx: Context[Any, Any], text: str, request_id: str) -> Reply:
         try:
             result = await ctx.session.elicit_form(
                 message=text, requested_schema=SAFETY_SCHEMA, related_request_id=ctx.request_id
             )
         except MCPError as exc:
             logger.info("Elicitation failed on the client side, treated as cancelled: %s", exc)
-            return Reply(Answer.CANCEL, None)
-        return _reply(result)
+            return Reply(Answer.CANCEL, None, request_id)
+        return _reply(result, request_id)
 
     async def _report_waiting(self, ctx: Context[Any, Any]) -> None:
         """Progress notifications while a person decides (sent only if the client asked for progress)."""
@@ -109,25 +122,27 @@ class ApprovalChannel:
             await ctx.report_progress(waited, None, f"Waiting for approval ({waited:.0f} s)")
 
     async def _ask_input_required(
-        self, ctx: Context[Any, Any], classification: Classification, message: Callable[[], Awaitable[str]]
+        self, ctx: Context[Any, Any], classification: Classification, question: Question
     ) -> Reply | InputRequiredResult:
         response = (ctx.input_responses or {}).get(APPROVAL_KEY)
         ticket = ApprovalTicket.decode(ctx.request_state)
         if isinstance(response, ElicitResult) and ticket is not None and ticket.covers(classification):
             if not self._used.consume(ticket):
                 raise ApprovalReused
-            return Reply(Answer.TIMEOUT, None) if ticket.expired else _reply(response)
+            return Reply(Answer.TIMEOUT, None, ticket.id) if ticket.expired else _reply(response, ticket.id)
         ticket = ApprovalTicket.issue(classification, self._timeout)
-        request = ElicitRequest(params=ElicitRequestFormParams(message=await message(), requested_schema=SAFETY_SCHEMA))
+        text = await question.text()
+        await question.asking(ticket.id)
+        request = ElicitRequest(params=ElicitRequestFormParams(message=text, requested_schema=SAFETY_SCHEMA))
         return InputRequiredResult(input_requests={APPROVAL_KEY: request}, request_state=ticket.encode())
 
 
-def _reply(result: ElicitResult) -> Reply:
+def _reply(result: ElicitResult, request_id: str) -> Reply:
     if result.action == "decline":
-        return Reply(Answer.DECLINE, None)
+        return Reply(Answer.DECLINE, None, request_id)
     if result.action == "cancel":
-        return Reply(Answer.CANCEL, None)
+        return Reply(Answer.CANCEL, None, request_id)
     try:
-        return Reply(Answer.ACCEPT, SafetyVerification.model_validate(result.content or {}))
+        return Reply(Answer.ACCEPT, SafetyVerification.model_validate(result.content or {}), request_id)
     except ValidationError:
-        return Reply(Answer.ACCEPT, None)
+        return Reply(Answer.ACCEPT, None, request_id)

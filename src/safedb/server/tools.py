@@ -10,9 +10,11 @@ from mcp_types import CallToolResult, InputRequiredResult
 from pydantic import Field
 
 from safedb.approval.verification import ApprovalRules, Decision, Verdict, decide
+from safedb.audit import AuditDecision, AuditStore, AuditWriteFailed, decision_for_verdict
 from safedb.db.backend import Database, TableDescription
-from safedb.errors import QueryFailed, SafeDBError
-from safedb.server.elicitation import ApprovalChannel, client_can_elicit
+from safedb.errors import DeniedByPolicy, QueryFailed, SafeDBError
+from safedb.server.auditing import CallAudit, describe_caller
+from safedb.server.elicitation import ApprovalChannel, Question, client_can_elicit
 from safedb.server.rendering import error_result, format_table, rows_result, text_result, write_result
 from safedb.sql.classification import Classification
 from safedb.sql.policy import DenyList
@@ -33,9 +35,16 @@ class SafeDBTools:
     """The tool functions, bound to one database and its safety settings."""
 
     def __init__(
-        self, database: Database, channel: ApprovalChannel, deny_list: DenyList, rules: ApprovalRules, text_rows: int
+        self,
+        database: Database,
+        audit: AuditStore,
+        channel: ApprovalChannel,
+        deny_list: DenyList,
+        rules: ApprovalRules,
+        text_rows: int,
     ) -> None:
         self.database = database
+        self.audit = audit
         self.channel = channel
         self.deny_list = deny_list
         self.rules = rules
@@ -49,25 +58,57 @@ class SafeDBTools:
         """Run one SQL statement. Read-only statements run at once and return their rows. A statement that
         could change anything (data, schema, settings, files) is first shown to the person at the client, who
         must approve it (confirm, justification, environment); declined or cancelled statements never run."""
+        audit = CallAudit(self.audit, self.database.label, describe_caller(ctx), query)
         try:
-            classification = await self.database.classify(query)
-            if classification.read_only:
-                return rows_result(await self.database.read(classification), self.text_rows)
-            self.deny_list.check(classification)
-            if not client_can_elicit(ctx):
-                return error_result(NEEDS_ELICITATION)
-            reply = await self.channel.ask(ctx, classification, lambda: self._question(classification))
-            if isinstance(reply, InputRequiredResult):
-                return reply
-            decision = decide(reply.answer, reply.verification, self.rules)
-            if not decision.approved:
-                return _decision_result(decision)
-            outcome = await self.database.write(classification)
-            return write_result(classification, outcome, self.text_rows)
-        except QueryFailed as exc:
-            return error_result(str(exc), status="failed")
+            return await self._execute(query, ctx, audit)
+        except AuditWriteFailed as exc:
+            logger.error("Audit log write failed; nothing was run: %s", exc)
+            return error_result(f"{exc} Nothing was run.", status="failed")
         except SafeDBError as exc:
+            status = "failed" if isinstance(exc, QueryFailed) else "refused"
+            await audit.record(AuditDecision.FAILED if status == "failed" else AuditDecision.REFUSED, error=str(exc))
+            return error_result(str(exc), status=status)
+
+    async def _execute(
+        self, query: str, ctx: Context[Any, Any], audit: CallAudit
+    ) -> CallToolResult | InputRequiredResult:
+        classification = await self.database.classify(query)
+        if classification.read_only:
+            try:
+                return rows_result(await self.database.read(classification), self.text_rows)
+            except QueryFailed as exc:
+                return error_result(str(exc), status="failed")
+        audit.classified(classification)
+        try:
+            self.deny_list.check(classification)
+        except DeniedByPolicy as exc:
+            await audit.record(AuditDecision.BLOCKED, error=str(exc))
             return error_result(str(exc))
+        if not client_can_elicit(ctx):
+            await audit.record(AuditDecision.REFUSED, error=NEEDS_ELICITATION)
+            return error_result(NEEDS_ELICITATION)
+        question = Question(text=lambda: self._question(classification), asking=audit.asking)
+        reply = await self.channel.ask(ctx, classification, question)
+        if isinstance(reply, InputRequiredResult):
+            return reply
+        audit.request_id = reply.request_id
+        decision = decide(reply.answer, reply.verification, self.rules)
+        answered = reply.verification
+        await audit.record(
+            decision_for_verdict(decision.verdict),
+            justification=answered.justification if answered else None,
+            environment=answered.environment if answered else None,
+            error=None if decision.approved else decision.reason,
+        )
+        if not decision.approved:
+            return _decision_result(decision)
+        outcome = await self.database.write(classification)
+        result = write_result(classification, outcome, self.text_rows)
+        try:
+            await audit.record(AuditDecision.EXECUTED, rows_affected=outcome.rows_affected, error=None)
+        except AuditWriteFailed:
+            logger.exception("The statement ran but its execution could not be recorded in the audit log")
+        return result
 
     async def list_tables(self) -> CallToolResult:
         """List the tables and views in the database."""
