@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+import signal
 import sqlite3
 import subprocess
 import sys
@@ -94,15 +95,18 @@ _SERVING = re.compile(r"serving .* at (http://\S+/mcp)")
 
 
 @contextmanager
-def safedb_serve(database: Path, *extra: str, env: dict[str, str] | None = None) -> Iterator[ServerProcess]:
-    """Run `safedb serve` on a free port; yield once it listens; always stop it.
+def serving_process(
+    command: list[str], *, env: dict[str, str] | None = None, cwd: Path | None = None, start_timeout: float = 30
+) -> Iterator[ServerProcess]:
+    """Start a command that prints `serving ... at http://.../mcp` on stderr; yield once it does; always stop it
+    (its whole process group).
 
     A thread keeps reading the server's stderr, so its log never blocks it and is there to read on failure.
     """
-    command = [sys.executable, "-m", "safedb", "serve", "--database", str(database), "--port", "0", *extra]
     process = subprocess.Popen(
-        command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env={**os.environ, **(env or {})}
-    )
+        command, cwd=cwd, env={**os.environ, **(env or {})}, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+        text=True, start_new_session=True,
+    )  # fmt: skip
     log: list[str] = []
     found: list[str] = []
     listening = threading.Event()
@@ -119,19 +123,28 @@ def safedb_serve(database: Path, *extra: str, env: dict[str, str] | None = None)
     reader = threading.Thread(target=drain, daemon=True)
     reader.start()
     try:
-        if not listening.wait(timeout=30) or not found:
-            raise AssertionError("safedb serve did not start listening:\n" + "".join(log))
+        if not listening.wait(timeout=start_timeout) or not found:
+            raise AssertionError(f"{command} did not start listening:\n" + "".join(log))
         yield ServerProcess(process, found[0], log)
     finally:
-        process.terminate()
+        os.killpg(process.pid, signal.SIGTERM)
         try:
             process.wait(timeout=10)
         except subprocess.TimeoutExpired:
-            process.kill()
+            os.killpg(process.pid, signal.SIGKILL)
             process.wait()
         reader.join(timeout=10)
         if process.stderr is not None:
             process.stderr.close()
+
+
+@contextmanager
+def safedb_serve(database: Path, *extra: str, env: dict[str, str] | None = None) -> Iterator[ServerProcess]:
+    """Run `safedb serve` on `database` and a free port, its audit log beside the database."""
+    command = [sys.executable, "-m", "safedb", "serve", "--database", str(database), "--port", "0", *extra]
+    audit = {"SAFEDB_AUDIT_DB": str(database.parent / "audit.db")}
+    with serving_process(command, env={**audit, **(env or {})}) as server:
+        yield server
 
 
 def database_snapshot(path: Path) -> dict[str, Any]:

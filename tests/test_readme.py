@@ -2,19 +2,18 @@
 
 from __future__ import annotations
 
-import os
 import re
 import shutil
 import subprocess
-import threading
 from pathlib import Path
 
 import anyio
 import pytest
 from mcp.client.client import Client
 
+from tests.helpers import serving_process
+
 ROOT = Path(__file__).resolve().parent.parent
-_SERVING = re.compile(r"serving .* at (http://\S+/mcp)")
 
 
 def quickstart_commands() -> list[str]:
@@ -44,42 +43,14 @@ def test_serve_command_works_on_a_fresh_clone(tmp_path: Path) -> None:
     clone = tmp_path / "clone"
     subprocess.run(["git", "clone", "-q", str(ROOT), str(clone)], check=True, timeout=120)
     serve, _ = quickstart_commands()
-    env = {**os.environ, "SAFEDB_PORT": "0", "SAFEDB_DATA_DIR": str(tmp_path / "data")}
-    env.pop("VIRTUAL_ENV", None)
-    process = subprocess.Popen(
-        ["bash", "-c", f"exec {serve}" if serve.startswith("exec") else serve],
-        cwd=clone, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, start_new_session=True,
-    )  # fmt: skip
-    found: list[str] = []
-    log: list[str] = []
-    listening = threading.Event()
-
-    def drain() -> None:
-        assert process.stderr is not None
-        for line in process.stderr:
-            log.append(line)
-            if not found and (match := _SERVING.search(line)):
-                found.append(match.group(1))
-                listening.set()
-        listening.set()
-
-    reader = threading.Thread(target=drain, daemon=True)
-    reader.start()
-    try:
-        assert listening.wait(timeout=600), "the serve command did not start in time:\n" + "".join(log)
-        assert found, "the serve command exited:\n" + "".join(log)
+    env = {"SAFEDB_PORT": "0", "SAFEDB_DATA_DIR": str(tmp_path / "data")}
+    with serving_process(["bash", "-c", serve], env=env, cwd=clone, start_timeout=600) as server:
 
         async def query() -> list[list[object]]:
-            async with Client(found[0]) as client:
+            async with Client(server.url) as client:
                 result = await client.call_tool("execute_query", {"query": "SELECT count(*) FROM users"})
             assert result.structured_content is not None
             return list(result.structured_content["rows"])
 
         assert anyio.run(query) == [[5]]
         assert (tmp_path / "data" / "demo.db").exists()
-    finally:
-        os.killpg(process.pid, 15)
-        process.wait(timeout=20)
-        reader.join(timeout=10)
-        if process.stderr is not None:
-            process.stderr.close()
