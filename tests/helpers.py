@@ -147,24 +147,36 @@ def safedb_serve(database: Path, *extra: str, env: dict[str, str] | None = None)
         yield server
 
 
-def database_snapshot(path: Path) -> dict[str, Any]:
-    """Everything a statement could change, read through a connection of its own: the schema, every row
-    of every table (SQLite's own included), the persistent pragmas, and the files beside the database."""
-    connection = sqlite3.connect(path)
+# Database-wide settings stored in the file (foreign_keys and friends belong to one connection).
+SNAPSHOT_PRAGMAS = (
+    "user_version", "application_id", "journal_mode", "page_size", "auto_vacuum", "encoding", "schema_version",
+    "page_count", "freelist_count",
+)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """Everything a statement could change in one database, read through a connection of its own."""
+
+    schema: tuple[tuple[Any, ...], ...]
+    rows: dict[str, list[tuple[Any, ...]]]
+    pragmas: dict[str, Any]
+    files: tuple[str, ...]
+
+
+def database_snapshot(path: Path) -> Snapshot:
+    """Schema (main), every row of every table (SQLite's own included), the file-level pragmas, and the
+    names of the files in the database's directory. Opened read-only, so looking changes nothing."""
+    connection = sqlite3.connect(path.resolve().as_uri() + "?mode=ro", uri=True)
     try:
-        schema = connection.execute(
-            "SELECT type, name, tbl_name, sql FROM sqlite_schema ORDER BY type, name"
-        ).fetchall()
-        tables = [name for kind, name, _, _ in schema if kind == "table"]
-        contents = {
-            table: sorted(map(repr, connection.execute(f'SELECT * FROM "{table.replace(chr(34), chr(34) * 2)}"')))
-            for table in tables
-        }
-        pragmas = {
-            name: connection.execute(f"PRAGMA {name}").fetchall()
-            for name in ("user_version", "application_id", "journal_mode", "page_size", "auto_vacuum", "encoding")
-        }
+        schema = tuple(
+            connection.execute("SELECT type, name, tbl_name, sql FROM sqlite_schema ORDER BY type, name, tbl_name")
+        )
+        rows = {}
+        for (table,) in connection.execute("SELECT name FROM sqlite_schema WHERE type = 'table' ORDER BY name"):
+            quoted = '"' + table.replace('"', '""') + '"'
+            rows[table] = sorted(connection.execute(f"SELECT * FROM {quoted}"), key=repr)
+        pragmas = {name: connection.execute(f"PRAGMA {name}").fetchone()[0] for name in SNAPSHOT_PRAGMAS}
     finally:
         connection.close()
-    files = sorted(p.name for p in path.parent.iterdir())
-    return {"schema": schema, "rows": contents, "pragmas": pragmas, "files": files}
+    return Snapshot(schema=schema, rows=rows, pragmas=pragmas, files=tuple(sorted(os.listdir(path.parent))))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from urllib.parse import unquote, urlsplit
+from urllib.parse import parse_qsl, unquote, urlsplit
 
 from safedb.errors import DeniedByPolicy
 from safedb.sql.classification import ChangeKind, Classification, ObjectType
@@ -51,7 +51,10 @@ def _file_path(name: str) -> Path | None:
 
 
 def _is_memory_uri(name: str) -> bool:
+    """True for a `file:` URI that SQLite opens in memory: its path is `:memory:`, or the last `mode`
+    parameter (the one SQLite applies) is `memory`."""
     if not name.startswith("file:"):
         return False
     parts = urlsplit(name)
-    return "mode=memory" in parts.query or parts.path == ":memory:"
+    modes = [value for key, value in parse_qsl(parts.query, keep_blank_values=True) if key == "mode"]
+    return parts.path == ":memory:" or (bool(modes) and modes[-1] == "memory")

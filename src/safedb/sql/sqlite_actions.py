@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import IntEnum
+from typing import NamedTuple
 
 from safedb.errors import TransactionControl
 from safedb.sql.classification import Change, ChangeKind, Classification, DatabaseObject, ObjectType
@@ -150,8 +151,24 @@ def pragma_only_reads(name: str | None, argument: str | None) -> bool:
     return pragma in _REPORTING_PRAGMAS or (pragma in _SETTING_PRAGMAS and argument is None)
 
 
+def table_valued_pragma(event: AuthorizerEvent) -> str | None:
+    """The pragma behind a read of its table-valued form (`SELECT * FROM pragma_optimize`), if any.
+
+    SQLite reports only a read of the `pragma_<name>` table while compiling; the pragma itself runs when
+    the statement does.
+    """
+    table = (event.arg1 or "").lower()
+    if event.code == Action.READ and event.source is None and table.startswith("pragma_"):
+        return table.removeprefix("pragma_")
+    return None
+
+
 def is_read_event(event: AuthorizerEvent) -> bool:
     """True when the event, on its own, cannot change anything."""
+    if (pragma := table_valued_pragma(event)) is not None:
+        # A setting's table-valued form only reports it: a value passed to it would reach SQLite as
+        # `PRAGMA name(value)` while running, where the reader's authorizer refuses it.
+        return pragma in _REPORTING_PRAGMAS or pragma in _SETTING_PRAGMAS
     if event.code in _READ_ACTIONS:
         return True
     if event.code == Action.FUNCTION:
@@ -164,17 +181,31 @@ def is_read_event(event: AuthorizerEvent) -> bool:
 VACUUM_INTO = "Vacuum INTO"
 
 
-def writes_in_program(opcodes: list[tuple[str, int]]) -> list[str]:
-    """Names of the writing opcodes in a compiled program, given `(opcode, p2)` pairs.
+class Instruction(NamedTuple):
+    """One instruction of a compiled program, as `EXPLAIN` lists it (the operands SafeDB looks at)."""
+
+    opcode: str
+    p2: int
+    p3: int
+
+
+# P3 of a JournalMode instruction that only reports the mode (PAGER_JOURNALMODE_QUERY).
+_JOURNAL_MODE_QUERY = -1
+
+
+def writes_in_program(program: list[Instruction]) -> list[str]:
+    """Names of the writing opcodes in a compiled program.
 
     `VACUUM INTO` (a Vacuum opcode with a file name register in P2) is reported as `VACUUM_INTO`.
     """
     found = []
-    for name, p2 in opcodes:
-        if name == "Vacuum" and p2 != 0:
+    for opcode, p2, p3 in program:
+        if opcode == "Vacuum" and p2 != 0:
             found.append(VACUUM_INTO)
-        elif name in _WRITE_OPCODES or (name == "Transaction" and p2 != 0):
-            found.append(name)
+        elif opcode == "JournalMode" and p3 == _JOURNAL_MODE_QUERY:
+            continue
+        elif opcode in _WRITE_OPCODES or (opcode == "Transaction" and p2 != 0):
+            found.append(opcode)
     return list(dict.fromkeys(found))
 
 
@@ -185,12 +216,17 @@ def classify_events(
     shape: StatementShape,
     *,
     explain_only: bool = False,
+    shadow_tables: frozenset[str] = frozenset(),
 ) -> Classification:
     """Combine the engine's events, its compiled program and the parser's shape into one verdict.
 
     The statement is read-only only when all three agree: no writing event, no writing opcode, and a
-    statement form that only reads. `explain_only` marks a statement that SQLite will only list
-    (`EXPLAIN ...`): its writes are never carried out, but pragmas still take effect while compiling.
+    statement form that only reads. Events on the shadow tables of virtual tables (`shadow_tables`,
+    from SQLite's catalog) that happen outside any trigger or view are the virtual table module's own
+    bookkeeping, reported when it first prepares its statements: they are left out.
+
+    `explain_only` marks a statement that SQLite will only list (`EXPLAIN ...`): its writes are never
+    carried out, but pragmas still take effect while compiling.
 
     Raises:
         TransactionControl: the statement begins, ends or names a transaction or savepoint.
@@ -200,6 +236,7 @@ def classify_events(
             raise TransactionControl(" ".join(part for part in (event.arg1, event.arg2) if part))
 
     program_writes = bool(write_opcodes)
+    events = [event for event in events if not is_shadow_bookkeeping(event, shadow_tables)]
     changes = [change for event in events if (change := _change_for(event, shape)) is not None]
     if explain_only:
         changes = [change for change in changes if change.kind is ChangeKind.PRAGMA]
@@ -233,13 +270,18 @@ def _change_for(event: AuthorizerEvent, shape: StatementShape) -> Change | None:
         kind = ChangeKind.RENAME if shape.renames_table else ChangeKind.ALTER
         return Change(kind, DatabaseObject(ObjectType.TABLE, event.arg2 or "?", event.arg1), via)
     if code == Action.ATTACH:
-        return Change(ChangeKind.ATTACH, DatabaseObject(ObjectType.FILE, event.arg1 or "?"), via)
+        # An empty name is a valid temporary database, not an unknown file.
+        return Change(
+            ChangeKind.ATTACH, DatabaseObject(ObjectType.FILE, event.arg1 if event.arg1 is not None else "?"), via
+        )
     if code == Action.DETACH:
         return Change(ChangeKind.DETACH, DatabaseObject(ObjectType.DATABASE, event.arg1 or "?"), via)
     if code == Action.REINDEX:
         return Change(ChangeKind.REINDEX, DatabaseObject(ObjectType.INDEX, event.arg1 or "?", schema), via)
     if code == Action.ANALYZE:
         return Change(ChangeKind.ANALYZE, DatabaseObject(ObjectType.TABLE, event.arg1 or "?", schema), via)
+    if (pragma_name := table_valued_pragma(event)) is not None:
+        return Change(ChangeKind.PRAGMA, DatabaseObject(ObjectType.PRAGMA, pragma_name), via, "table-valued form")
     if code == Action.PRAGMA:
         pragma = (event.arg1 or "?").lower()
         detail = f"= {event.arg2}" if event.arg2 is not None else None
@@ -261,6 +303,11 @@ def _program_changes(write_opcodes: list[str], found: list[Change], shape: State
         detail = "compiled program writes: " + ", ".join(write_opcodes)
         return [Change(ChangeKind.UNKNOWN, WHOLE_STATEMENT, None, detail)]
     return []
+
+
+def is_shadow_bookkeeping(event: AuthorizerEvent, shadow_tables: frozenset[str]) -> bool:
+    """An event a virtual table module causes on its own shadow tables (never inside a trigger or view)."""
+    return event.source is None and (event.arg1 in shadow_tables or event.arg2 in shadow_tables)
 
 
 def is_internal_table(name: str | None) -> bool:

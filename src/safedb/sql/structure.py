@@ -33,17 +33,15 @@ class StatementShape:
     """The literal file name of `VACUUM ... INTO 'file'`, when it is a plain string."""
 
 
-UNPARSED = StatementShape(root="unparsed", read_form=False)
-
-
 def statement_shape(sql: str, dialect: str) -> StatementShape:
-    """Parse one statement; anything sqlglot cannot parse into exactly one statement is `UNPARSED`."""
+    """Parse one statement; anything sqlglot cannot parse into exactly one statement has the root `unparsed`."""
     try:
-        statements = [s for s in sqlglot.parse(sql, read=dialect) if s is not None]
+        # A trailing `;` followed by a comment parses as an empty Semicolon statement holding the comment.
+        statements = [s for s in sqlglot.parse(sql, read=dialect) if s is not None and not isinstance(s, exp.Semicolon)]
     except SqlglotError:
-        return UNPARSED
+        return _unparsed(sql, dialect)
     if len(statements) != 1:
-        return UNPARSED
+        return _unparsed(sql, dialect)
     root = statements[0]
     if isinstance(root, exp.Command):
         verb = str(root.this).upper()
@@ -60,6 +58,34 @@ def statement_shape(sql: str, dialect: str) -> StatementShape:
         renames_table=isinstance(root, exp.Alter)
         and any(isinstance(action, exp.AlterRename) for action in root.args.get("actions") or ()),
     )
+
+
+def _unparsed(sql: str, dialect: str) -> StatementShape:
+    """What can still be told of a statement the parser rejects: the flavour of an insert, from its tokens."""
+    return StatementShape(root="unparsed", read_form=False, insert_variant=_insert_variant_from_tokens(sql, dialect))
+
+
+def _insert_variant_from_tokens(sql: str, dialect: str) -> ChangeKind | None:
+    """REPLACE or UPSERT from the statement's top-level words (outside parentheses), e.g. after a WITH clause."""
+    try:
+        tokens = sqlglot.tokenize(sql, read=dialect)
+    except SqlglotError:
+        return None
+    depth = 0
+    words: list[str] = []
+    for token in tokens:
+        if token.token_type is TokenType.L_PAREN:
+            depth += 1
+        elif token.token_type is TokenType.R_PAREN:
+            depth -= 1
+        elif depth == 0:
+            words.append(token.text.upper())
+    verb = next((word for word in words if word in {"INSERT", "REPLACE", "UPDATE", "DELETE", "SELECT"}), None)
+    if verb == "REPLACE" or (verb == "INSERT" and "OR" in words and "REPLACE" in words):
+        return ChangeKind.REPLACE
+    if verb == "INSERT" and "CONFLICT" in words and "UPDATE" in words:
+        return ChangeKind.UPSERT
+    return None
 
 
 def _insert_variant(root: exp.Expr) -> ChangeKind | None:

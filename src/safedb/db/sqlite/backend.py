@@ -25,10 +25,16 @@ from safedb.db.results import fetch_capped
 from safedb.db.sqlite import connections
 from safedb.db.sqlite.connections import Authorizer, GuardedConnection, quote_identifier
 from safedb.db.sqlite.impact import measure_impact
-from safedb.db.sqlite.inspector import inspect_statement
+from safedb.db.sqlite.inspector import inspect_statement, shadow_table_names
 from safedb.errors import QueryFailed
 from safedb.sql.classification import ChangeKind, Classification, ObjectType
-from safedb.sql.sqlite_actions import Action, AuthorizerEvent, is_internal_table, is_read_event
+from safedb.sql.sqlite_actions import (
+    Action,
+    AuthorizerEvent,
+    is_internal_table,
+    is_read_event,
+    is_shadow_bookkeeping,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -46,13 +52,22 @@ _CATALOG_SQL = (
 )
 
 
-def approved_only(approved: Classification) -> Authorizer:
+def approved_only(approved: Classification, shadow_tables: frozenset[str]) -> Authorizer:
     """An authorizer that allows the approved statement's own actions and plain reads, nothing else.
 
-    VACUUM runs statements of its own on a temporary `vacuum_db` schema; those are allowed, and the file
-    it attaches must be the one that was approved (checked here again, at run time, by SQLite's own view).
+    Allowed besides: what SQLite and virtual table modules do on their own behalf while running it.
+    VACUUM runs statements of its own on a temporary `vacuum_db` schema, and the file it attaches must
+    be the one that was approved (checked here again, at run time, by SQLite's own view). Virtual table
+    modules (FTS, R-Tree) read and write their shadow tables, and create them with a new virtual table.
+    A pragma run through its table-valued form is allowed when that pragma was approved.
     """
     allowed = approved.engine_view
+    pragmas = {c.target.name for c in approved.changes if c.kind is ChangeKind.PRAGMA}
+    new_virtual_tables = tuple(
+        f"{c.target.name}_"
+        for c in approved.changes
+        if c.kind is ChangeKind.CREATE and c.target.type is ObjectType.VIRTUAL_TABLE
+    )
     vacuum_files = {
         "" if change.target.type is ObjectType.DATABASE else change.target.name
         for change in approved.changes
@@ -66,7 +81,17 @@ def approved_only(approved: Classification) -> Authorizer:
         vacuum_step = bool(vacuum_files) and (
             schema == VACUUM_SCHEMA or code == Action.TRANSACTION or (code == Action.ATTACH and arg1 in vacuum_files)
         )
-        permitted = event in allowed or is_read_event(event) or schema_load or vacuum_step
+        module_step = is_shadow_bookkeeping(event, shadow_tables) or (
+            source is None
+            and bool(new_virtual_tables)
+            and (
+                (arg1 or "").startswith(new_virtual_tables)
+                or (arg2 or "").startswith(new_virtual_tables)
+                or (is_internal_table(arg1) and arg1 != "sqlite_sequence")  # recording the shadow tables
+            )
+        )
+        pragma_step = code == Action.PRAGMA and (arg1 or "").lower() in pragmas
+        permitted = event in allowed or is_read_event(event) or schema_load or vacuum_step or module_step or pragma_step
         return sqlite3.SQLITE_OK if permitted else sqlite3.SQLITE_DENY
 
     return authorize
@@ -135,7 +160,8 @@ class SqliteDatabase:
     async def preview(self, classification: Classification) -> Impact:
         def work() -> Impact:
             with self._writer.session(self.limits.preview_timeout) as connection:
-                return measure_impact(connection, classification, approved_only(classification))
+                authorizer = approved_only(classification, shadow_table_names(connection))
+                return measure_impact(connection, classification, authorizer)
 
         return await self._in_thread(work)
 
@@ -151,7 +177,7 @@ class SqliteDatabase:
         if in_transaction:
             connection.execute("BEGIN IMMEDIATE")
         try:
-            connection.set_authorizer(approved_only(approved))
+            connection.set_authorizer(approved_only(approved, shadow_table_names(connection)))
             cursor = connection.execute(approved.statement)
             connection.set_authorizer(None)
             columns = [column[0] for column in cursor.description or ()]

@@ -7,7 +7,14 @@ import sqlite3
 
 from safedb.errors import EmptyStatement, InvalidStatement, MultipleStatements
 from safedb.sql.classification import Classification
-from safedb.sql.sqlite_actions import Action, AuthorizerEvent, classify_events, is_read_event, writes_in_program
+from safedb.sql.sqlite_actions import (
+    Action,
+    AuthorizerEvent,
+    Instruction,
+    classify_events,
+    is_read_event,
+    writes_in_program,
+)
 from safedb.sql.structure import statement_shape
 
 # Whitespace and SQL comments (an unterminated block comment runs to the end, as in SQLite).
@@ -45,29 +52,33 @@ def inspect_statement(connection: sqlite3.Connection, sql: str) -> Classificatio
         raise EmptyStatement
     explain_only = keyword == "EXPLAIN"
     events: list[AuthorizerEvent] = []
-    refused: list[AuthorizerEvent] = []
 
     def record(code: int, arg1: str | None, arg2: str | None, schema: str | None, source: str | None) -> int:
         event = AuthorizerEvent(code, arg1, arg2, schema, source)
         events.append(event)
         if code == Action.PRAGMA and not is_read_event(event):
-            refused.append(event)
-            return sqlite3.SQLITE_DENY
+            return sqlite3.SQLITE_IGNORE
         return sqlite3.SQLITE_OK
 
+    shadow_tables = shadow_table_names(connection)
     connection.set_authorizer(record)
     try:
         cursor = connection.execute(sql if explain_only else f"EXPLAIN {sql}")
-        program = [] if explain_only else [(str(row[1]), int(row[3])) for row in cursor.fetchall()]
+        program = [] if explain_only else [Instruction(str(row[1]), int(row[3]), int(row[4])) for row in cursor]
     except sqlite3.ProgrammingError as exc:
         if "one statement at a time" in str(exc):
             raise MultipleStatements from exc
         raise InvalidStatement(f"SQLite cannot run this statement: {exc}") from exc
     except sqlite3.DatabaseError as exc:
-        if not refused:
-            raise InvalidStatement(f"SQLite cannot run this statement: {exc}") from exc
-        program = []
+        raise InvalidStatement(f"SQLite cannot run this statement: {exc}") from exc
     except ValueError as exc:  # e.g. a NUL character in the text
         raise InvalidStatement(f"SQLite cannot run this statement: {exc}") from exc
     shape = statement_shape(sql, "sqlite")
-    return classify_events(sql, events, writes_in_program(program), shape, explain_only=explain_only)
+    return classify_events(
+        sql, events, writes_in_program(program), shape, explain_only=explain_only, shadow_tables=shadow_tables
+    )
+
+
+def shadow_table_names(connection: sqlite3.Connection) -> frozenset[str]:
+    """The shadow tables of the virtual tables (FTS, R-Tree...) in every attached schema."""
+    return frozenset(row[0] for row in connection.execute("SELECT name FROM pragma_table_list WHERE type = 'shadow'"))
