@@ -96,10 +96,15 @@ _SERVING = re.compile(r"serving .* at (http://\S+/mcp)")
 
 @contextmanager
 def serving_process(
-    command: list[str], *, env: dict[str, str] | None = None, cwd: Path | None = None, start_timeout: float = 30
+    command: list[str],
+    *,
+    env: dict[str, str] | None = None,
+    cwd: Path | None = None,
+    start_timeout: float = 30,
+    ready: re.Pattern[str] = _SERVING,
 ) -> Iterator[ServerProcess]:
-    """Start a command that prints `serving ... at http://.../mcp` on stderr; yield once it does; always stop it
-    (its whole process group).
+    """Start a server command; yield once its stderr shows `ready` (whose group 1 is the URL); always stop
+    it (its whole process group).
 
     A thread keeps reading the server's stderr, so its log never blocks it and is there to read on failure.
     """
@@ -115,7 +120,7 @@ def serving_process(
         assert process.stderr is not None
         for line in process.stderr:
             log.append(line)
-            if not found and (match := _SERVING.search(line)):
+            if not found and (match := ready.search(line)):
                 found.append(match.group(1))
                 listening.set()
         listening.set()

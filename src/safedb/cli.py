@@ -12,6 +12,7 @@ import click
 from safedb import __version__
 from safedb.audit import SqliteAuditStore
 from safedb.audit.commands import audit_commands
+from safedb.client.commands import call, client, demo
 from safedb.db.backend import QueryLimits
 from safedb.db.demo import ensure_demo_database
 from safedb.db.sqlite import SqliteDatabase
@@ -147,3 +148,6 @@ def serve(
 
 
 main.add_command(audit_commands)
+main.add_command(client)
+main.add_command(call)
+main.add_command(demo)

@@ -1,0 +1,106 @@
+"""Answering elicitations from a program: return a typed object, a dict, or an explicit decline/cancel.
+
+    from safedb.client import Cancel, Decline, FormQuestion, elicitation_handler
+
+    async def approve(question: FormQuestion) -> object:
+        if "DROP" in question.message:
+            return Decline()
+        return question.model(confirm=True, justification="nightly cleanup", environment="Development")
+
+    async with Client(url, elicitation_callback=elicitation_handler(approve)) as client: ...
+
+Every answer is checked against the requested schema before it is sent; one that does not fit is
+never sent (the question is cancelled and a warning logged). URL-mode questions are declined unless
+an `on_url` function is given.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from mcp.client.session import ClientRequestContext, ElicitationFnT
+from mcp_types import ElicitRequestFormParams, ElicitRequestParams, ElicitRequestURLParams, ElicitResult, ErrorData
+from pydantic import BaseModel, ValidationError
+
+from safedb.client.model import InvalidAnswer, dump_content, form_model, problems_by_field
+from safedb.client.schema import UnsupportedSchema, parse_requested_schema
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Decline:
+    """Answer "no": the person (or program) explicitly refuses."""
+
+
+@dataclass(frozen=True)
+class Cancel:
+    """Dismiss the question without choosing."""
+
+
+@dataclass(frozen=True)
+class Accept:
+    """Consent to a URL-mode question (there is no content to send)."""
+
+
+@dataclass(frozen=True)
+class FormQuestion:
+    message: str
+    requested_schema: dict[str, Any]
+    model: type[BaseModel]
+    """`schema_to_model(requested_schema)`: build the answer with it, or validate a dict."""
+    params: ElicitRequestFormParams
+
+
+FormReply = BaseModel | Mapping[str, Any] | Decline | Cancel
+UrlReply = Accept | Decline | Cancel
+
+
+def elicitation_handler(
+    answer: Callable[[FormQuestion], Awaitable[FormReply]],
+    on_url: Callable[[ElicitRequestURLParams], Awaitable[UrlReply]] | None = None,
+) -> ElicitationFnT:
+    """An `elicitation_callback` for `mcp.client.client.Client` that lets `answer` reply with typed values."""
+
+    async def callback(context: ClientRequestContext, params: ElicitRequestParams) -> ElicitResult | ErrorData:
+        if isinstance(params, ElicitRequestURLParams):
+            reply: UrlReply = await on_url(params) if on_url is not None else Decline()
+            return ElicitResult(action=_action(reply))
+        try:
+            form = parse_requested_schema(params.requested_schema)
+        except UnsupportedSchema as exc:
+            logger.warning("Cancelled an elicitation whose schema cannot be answered: %s", exc)
+            return ElicitResult(action="cancel")
+        model = form_model(form)
+        form_reply = await answer(FormQuestion(params.message, params.requested_schema, model, params))
+        if isinstance(form_reply, Decline | Cancel):
+            return ElicitResult(action=_action(form_reply))
+        try:
+            return ElicitResult(action="accept", content=answer_content(model, form_reply))
+        except InvalidAnswer as exc:
+            logger.warning("Cancelled an elicitation: the program's answer does not fit the schema: %s", exc)
+            return ElicitResult(action="cancel")
+
+    return callback
+
+
+def answer_content(model: type[BaseModel], reply: BaseModel | Mapping[str, Any]) -> dict[str, Any]:
+    """The content to send for a typed or dict answer, checked against the schema's model.
+
+    Raises:
+        InvalidAnswer: the answer does not fit.
+    """
+    data = reply.model_dump(mode="json", by_alias=True, exclude_none=True) if isinstance(reply, BaseModel) else reply
+    try:
+        return dump_content(model.model_validate(dict(data)))
+    except ValidationError as exc:
+        raise InvalidAnswer(problems_by_field(exc)) from None
+
+
+def _action(reply: Accept | Decline | Cancel) -> Any:
+    if isinstance(reply, Accept):
+        return "accept"
+    return "decline" if isinstance(reply, Decline) else "cancel"

@@ -1,0 +1,78 @@
+"""Tool arguments typed on a command line: `key=value` pairs read by the tool's input schema, or one JSON object.
+
+`key=value` gives a string when the schema says string, and JSON otherwise (numbers, true/false,
+arrays, objects), falling back to the plain string when the schema does not say and the text is not
+JSON. `key:=value` always reads JSON.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+
+class ArgumentError(ValueError):
+    """The arguments cannot be read; the message says which one and why."""
+
+
+def parse_arguments(words: Sequence[str], input_schema: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    if len(words) == 1 and words[0].lstrip().startswith("{"):
+        try:
+            value = json.loads(words[0])
+        except json.JSONDecodeError as exc:
+            raise ArgumentError(f"The arguments are not valid JSON: {exc}") from None
+        if not isinstance(value, dict):
+            raise ArgumentError("JSON arguments must be an object")
+        return value
+    properties = (input_schema or {}).get("properties", {})
+    arguments: dict[str, Any] = {}
+    for word in words:
+        key, separator, raw = word.partition("=")
+        if not separator or not key:
+            raise ArgumentError(f"{word!r} is not key=value (or give one JSON object)")
+        if key.endswith(":"):
+            arguments[key[:-1]] = _json(key[:-1], raw)
+        else:
+            arguments[key] = _typed(key, raw, properties.get(key))
+    return arguments
+
+
+def _typed(key: str, raw: str, schema: Any) -> Any:
+    types = _schema_types(schema)
+    if "string" in types and not (types - {"string", "null"}):
+        return raw
+    if types:
+        if "string" in types:
+            try:
+                return json.loads(raw)
+            except json.JSONDecodeError:
+                return raw
+        return _json(key, raw)
+    try:
+        value = json.loads(raw)
+    except json.JSONDecodeError:
+        return raw
+    return value if not isinstance(value, str) else raw
+
+
+def _json(key: str, raw: str) -> Any:
+    try:
+        return json.loads(raw)
+    except json.JSONDecodeError as exc:
+        raise ArgumentError(f"{key}: {raw!r} is not valid JSON ({exc.msg})") from None
+
+
+def _schema_types(schema: Any) -> set[str]:
+    if not isinstance(schema, Mapping):
+        return set()
+    declared = schema.get("type")
+    if isinstance(declared, str):
+        return {declared}
+    if isinstance(declared, list):
+        return {str(item) for item in declared}
+    found: set[str] = set()
+    for key in ("anyOf", "oneOf"):
+        for option in schema.get(key, []) or []:
+            found |= _schema_types(option)
+    return found

@@ -1,0 +1,226 @@
+"""The `safedb client`, `safedb call` and `safedb demo` commands: parse options, then delegate."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Awaitable, Callable, Sequence
+from contextlib import nullcontext
+from pathlib import Path
+from typing import Any, TypeVar
+
+import anyio
+import click
+import httpx2
+from mcp.shared.exceptions import MCPError
+from prompt_toolkit.application import create_app_session
+from prompt_toolkit.output import create_output
+
+from safedb.client.connection import ERA_MODES, Connection, EraUnavailable, connect
+from safedb.client.demo import demo_server, run_demo
+from safedb.client.form import TerminalAnswerer
+from safedb.client.requests import Answerer
+from safedb.client.rules import AnswerRules, RuleAnswerer, RuleDecision, RulesFileError, load_rules
+from safedb.client.session import CommandRunner, interact, run_script
+from safedb.client.targets import Target, TargetError, config_target, http_target, stdio_target
+
+_T = TypeVar("_T")
+
+_target_options = [
+    click.option("--stdio", "stdio_command", metavar="COMMAND", help="Start this server command; talk over its stdio."),
+    click.option("--config", "config_file", type=click.Path(dir_okay=False, path_type=Path),
+                 help="An mcpServers JSON file (Claude Desktop, VS Code, mcp-use format)."),
+    click.option("--server", "server_name", metavar="NAME", help="Which server of --config to use."),
+    click.option("--header", "headers", multiple=True, metavar="NAME:VALUE", help="HTTP header to send (repeatable)."),
+    click.option("--era", type=click.Choice(list(ERA_MODES)), default="auto", show_default=True,
+                 help="Protocol era: auto-negotiate, the initialize handshake (2025-11-25), or 2026-07-28."),
+    click.option("--answers", "answers_file", type=click.Path(dir_okay=False, path_type=Path),
+                 help="Answer questions from the rules in this JSON/TOML file, without asking (see docs/client.md)."),
+    click.option("--decline-all", is_flag=True, help="Decline every question without asking."),
+]  # fmt: skip
+
+
+def _with_target_options(function: Callable[..., Any]) -> Callable[..., Any]:
+    for option in reversed(_target_options):
+        function = option(function)
+    return function
+
+
+@click.command()
+@click.argument("target", required=False, metavar="[URL]")
+@_with_target_options
+@click.option("-x", "--execute", "commands", multiple=True, metavar="COMMAND",
+              help="Run this session command and exit (repeatable), e.g. -x 'call list_tables'.")  # fmt: skip
+def client(
+    target: str | None,
+    stdio_command: str | None,
+    config_file: Path | None,
+    server_name: str | None,
+    headers: tuple[str, ...],
+    era: str,
+    answers_file: Path | None,
+    decline_all: bool,
+    commands: tuple[str, ...],
+) -> None:
+    """Connect to any MCP server and use its tools, answering its questions (elicitations) in this terminal.
+
+    TARGET is an http(s) URL; or use --stdio "command args", or --config FILE --server NAME.
+    Without -x, commands are read interactively (or from standard input when it is not a terminal).
+    """
+    chosen = _target(target, stdio_command, config_file, server_name, headers)
+    answerer = _answerer(answers_file, decline_all)
+
+    async def session(connection: Connection) -> bool:
+        runner = CommandRunner(connection, click.echo)
+        if commands:
+            return await run_script(runner, commands)
+        if sys.stdin.isatty():
+            await interact(runner)
+            return True
+        return await run_script(runner, sys.stdin.read().splitlines())
+
+    _exit(_run(chosen, answerer, era, session))
+
+
+@click.command()
+@click.argument("words", nargs=-1, required=True, metavar="[URL] TOOL [KEY=VALUE]...")
+@_with_target_options
+@click.option("--json", "json_output", is_flag=True, help="Print the whole result as JSON (for scripts).")
+def call(
+    words: tuple[str, ...],
+    stdio_command: str | None,
+    config_file: Path | None,
+    server_name: str | None,
+    headers: tuple[str, ...],
+    era: str,
+    answers_file: Path | None,
+    decline_all: bool,
+    json_output: bool,
+) -> None:
+    """Call one tool and print its result; questions from the server are asked here (or answered by rules).
+
+    Arguments are KEY=VALUE pairs read by the tool's input schema (KEY:=JSON forces JSON), or one JSON
+    object. Exits 1 when the tool reports an error.
+    """
+    named_elsewhere = stdio_command is not None or config_file is not None
+    url, rest = (None, words) if named_elsewhere else (words[0], words[1:])
+    if not rest:
+        raise click.UsageError("Name the tool to call.")
+    chosen = _target(url, stdio_command, config_file, server_name, headers)
+    answerer = _answerer(answers_file, decline_all, quiet=json_output)
+
+    async def one_call(connection: Connection) -> bool:
+        runner = CommandRunner(connection, click.echo, json_output=json_output)
+        return (await runner.call(rest[0], rest[1:])).ok
+
+    _exit(_run(chosen, answerer, era, one_call))
+
+
+@click.command()
+@click.argument("url", required=False)
+@click.option(
+    "--data-dir", type=click.Path(file_okay=False), help="Where the demo database lives (when no URL is given)."
+)
+@click.option("--era", type=click.Choice(list(ERA_MODES)), default="auto", show_default=True)
+@click.option("--answers", "answers_file", type=click.Path(dir_okay=False, path_type=Path),
+              help="Answer the approval question from a rules file instead of asking.")  # fmt: skip
+@click.option("--decline-all", is_flag=True, help="Decline the approval question without asking.")
+def demo(url: str | None, data_dir: str | None, era: str, answers_file: Path | None, decline_all: bool) -> None:
+    """Show SafeDB at work: a safe query returns at once, then DROP TABLE invoices asks you first.
+
+    Without URL, a SafeDB server on the demo database is started for the demo (over stdio).
+    """
+    chosen: Target = _target(url, None, None, None, ()) if url else demo_server(data_dir)
+    answerer = _answerer(answers_file, decline_all)
+
+    async def scenario(connection: Connection) -> bool:
+        return await run_demo(CommandRunner(connection, click.echo), click.echo)
+
+    _exit(_run(chosen, answerer, era, scenario))
+
+
+def _target(
+    url: str | None,
+    stdio_command: str | None,
+    config_file: Path | None,
+    server_name: str | None,
+    headers: Sequence[str],
+) -> Target:
+    given = [choice for choice in (url, stdio_command, config_file) if choice is not None]
+    if len(given) != 1:
+        raise click.UsageError("Give exactly one server: a URL, --stdio COMMAND, or --config FILE --server NAME.")
+    try:
+        if config_file is not None:
+            if server_name is None:
+                raise click.UsageError("--config needs --server NAME.")
+            return config_target(config_file, server_name)
+        if stdio_command is not None:
+            return stdio_target(stdio_command)
+        assert url is not None
+        return http_target(url, _headers(headers))
+    except TargetError as exc:
+        raise click.ClickException(str(exc)) from None
+
+
+def _headers(headers: Sequence[str]) -> dict[str, str]:
+    parsed = {}
+    for header in headers:
+        name, separator, value = header.partition(":")
+        if not separator or not name.strip():
+            raise click.UsageError(f"--header {header!r} is not NAME:VALUE")
+        parsed[name.strip()] = value.strip()
+    return parsed
+
+
+def _answerer(answers_file: Path | None, decline_all: bool, *, quiet: bool = False) -> Answerer:
+    if answers_file is not None and decline_all:
+        raise click.UsageError("Use either --answers or --decline-all, not both.")
+    report = None if quiet else _report_decision
+    if answers_file is not None:
+        try:
+            return RuleAnswerer(load_rules(answers_file), report)
+        except RulesFileError as exc:
+            raise click.ClickException(str(exc)) from None
+    if decline_all:
+        return RuleAnswerer(AnswerRules(), report)
+    if sys.stdin.isatty() and (sys.stdout.isatty() or sys.stderr.isatty()):
+        return TerminalAnswerer()
+    return RuleAnswerer(AnswerRules(), _report_no_terminal)
+
+
+def _report_decision(decision: RuleDecision) -> None:
+    click.echo(
+        f"[{decision.request.server.describe()}] question answered {decision.result.action} ({decision.reason}): "
+        + decision.request.params.message.splitlines()[0][:100],
+        err=True,
+    )
+
+
+def _report_no_terminal(decision: RuleDecision) -> None:
+    click.echo("The server asked a question, but there is no terminal to ask it in: declined. "
+               "Use --answers FILE to answer questions without a terminal.", err=True)  # fmt: skip
+
+
+def _run(target: Target, answerer: Answerer, era: str, work: Callable[[Connection], Awaitable[_T]]) -> _T:
+    async def main() -> _T:
+        async with connect(target, answerer, era) as connection:
+            return await work(connection)
+
+    # Forms go to the terminal: to stderr when stdout is redirected (e.g. `safedb call --json | jq`).
+    session = nullcontext() if sys.stdout.isatty() else create_app_session(output=create_output(stdout=sys.stderr))
+    try:
+        with session:
+            return anyio.run(main)
+    except* (OSError, httpx2.HTTPError, MCPError, EraUnavailable) as group:
+        raise click.ClickException(f"Cannot talk to {target.describe()}: {_first_message(group)}") from None
+
+
+def _first_message(group: BaseExceptionGroup[Any]) -> str:
+    first: BaseException = group
+    while isinstance(first, BaseExceptionGroup):
+        first = first.exceptions[0]
+    return str(first) or type(first).__name__
+
+
+def _exit(ok: bool) -> None:
+    if not ok:
+        sys.exit(1)

@@ -1,0 +1,192 @@
+"""One connection to an MCP server, with elicitations routed to an answerer one at a time.
+
+The SDK's defaults are raised where they would cut a normal session short: a 2026-07-28 call may need
+many input rounds while a person decides, an approval may take long on a quiet stream, and a normal
+result set can exceed 1 MiB in one SSE event.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack, asynccontextmanager
+from typing import Any
+
+import anyio
+import httpx2
+from mcp.client.client import Client
+from mcp.client.session import ClientRequestContext, IncomingMessage
+from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.exceptions import MCPError
+from mcp_types import (
+    SERVER_INFO_META_KEY,
+    URL_ELICITATION_REQUIRED,
+    CallToolResult,
+    ElicitationRequiredErrorData,
+    ElicitCompleteNotification,
+    ElicitRequestParams,
+    ElicitResult,
+    Implementation,
+    Tool,
+)
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+from pydantic import ValidationError
+
+from safedb import __version__
+from safedb.client.queue import ElicitationQueue
+from safedb.client.requests import Answerer, ElicitationRequest, Era, ServerIdentity
+from safedb.client.result_type import DefaultResultType
+from safedb.client.targets import HttpTarget, Target
+
+logger = logging.getLogger(__name__)
+
+INPUT_REQUIRED_MAX_ROUNDS = 1000
+"""Input rounds one 2026-07-28 call may take (the SDK stops at 10)."""
+MAX_SSE_EVENT_BYTES = 256 * 1024 * 1024
+"""Largest single SSE event accepted (the SDK stops at 1 MiB)."""
+STREAM_READ_TIMEOUT = 24 * 3600.0
+"""Seconds a response stream may stay quiet, e.g. while a person takes their time to approve."""
+URL_COMPLETION_TIMEOUT = 900.0
+"""Seconds to wait for a URL-mode completion notification before retrying a call anyway."""
+
+ERA_MODES = {"auto": "auto", "handshake": "legacy", "2026-07-28": "auto"}
+"""SDK connect modes. 2026-07-28 probes too (rather than adopting the version blindly), so that the server's
+name is known; a server that only speaks the handshake era is then refused."""
+
+
+class EraUnavailable(RuntimeError):
+    """The server does not speak the protocol era that was asked for."""
+
+
+class Connection:
+    """A connected MCP client. Use `connect(...)` to open one."""
+
+    def __init__(self, target: Target, answerer: Answerer) -> None:
+        self.target = target
+        self._queue = ElicitationQueue(answerer)
+        self._answerer = answerer
+        self._client: Client | None = None
+        self._running_tools: list[str] = []
+        self._completed: dict[str, anyio.Event] = {}
+        self.completions: list[str] = []
+        """Elicitation ids the server reported complete (URL mode, handshake era)."""
+
+    @property
+    def client(self) -> Client:
+        if self._client is None:
+            raise RuntimeError("not connected")
+        return self._client
+
+    @property
+    def server(self) -> ServerIdentity:
+        return ServerIdentity(self._server_name(), self.target.describe())
+
+    def _server_name(self) -> str | None:
+        if self._client is None:
+            return None
+        info = self._client.server_info
+        if info is not None:
+            return info.name
+        # The SDK drops a 2026-07-28 serverInfo stamp it finds malformed (e.g. an empty version); the name is
+        # still worth showing.
+        discovered = self._client.session.discover_result
+        stamp = (discovered.meta or {}).get(SERVER_INFO_META_KEY) if discovered is not None else None
+        name = stamp.get("name") if isinstance(stamp, dict) else None
+        return name if isinstance(name, str) and name else None
+
+    def speaks_input_required(self) -> bool:
+        """Whether the connection has negotiated 2026-07-28 (False while still connecting)."""
+        version = self._client.session.protocol_version if self._client is not None else None
+        return version in MODERN_PROTOCOL_VERSIONS
+
+    @property
+    def era(self) -> Era:
+        return Era.INPUT_REQUIRED if self.client.protocol_version in MODERN_PROTOCOL_VERSIONS else Era.HANDSHAKE
+
+    async def list_tools(self) -> list[Tool]:
+        tools: list[Tool] = []
+        cursor: str | None = None
+        for _ in range(1000):
+            page = await self.client.list_tools(cursor=cursor)
+            tools.extend(page.tools)
+            cursor = page.next_cursor
+            if cursor is None:
+                break
+        return tools
+
+    async def call_tool(self, name: str, arguments: dict[str, Any]) -> CallToolResult:
+        """Call a tool; elicitations it raises go to the answerer. A handshake-era "URL elicitation required"
+        error is answered too, and the call retried once the server reports the pages complete."""
+        self._running_tools.append(name)
+        try:
+            try:
+                return await self.client.call_tool(name, arguments)
+            except MCPError as exc:
+                if exc.code != URL_ELICITATION_REQUIRED or not await self._complete_required_urls(exc):
+                    raise
+            return await self.client.call_tool(name, arguments)
+        finally:
+            self._running_tools.remove(name)
+
+    async def elicitation_callback(self, context: ClientRequestContext, params: ElicitRequestParams) -> ElicitResult:
+        tool = self._running_tools[0] if len(set(self._running_tools)) == 1 else None
+        return await self._queue.answer(ElicitationRequest(self.server, params, self.era, tool))
+
+    async def message_handler(self, message: IncomingMessage) -> None:
+        if isinstance(message, Exception):
+            logger.warning("Transport error from %s: %s", self.target.describe(), message)
+        elif isinstance(message, ElicitCompleteNotification):
+            elicitation_id = message.params.elicitation_id
+            logger.info("The server reports URL elicitation %s complete", elicitation_id)
+            self.completions.append(elicitation_id)
+            self._completed.setdefault(elicitation_id, anyio.Event()).set()
+
+    async def _complete_required_urls(self, error: MCPError) -> bool:
+        try:
+            required = ElicitationRequiredErrorData.model_validate(error.error.data)
+        except ValidationError:
+            return False
+        for params in required.elicitations:
+            result = await self.elicitation_callback(
+                ClientRequestContext(session=self.client.session, request_id="url-required"), params
+            )
+            if result.action != "accept":
+                return False
+        ids = [params.elicitation_id for params in required.elicitations if params.elicitation_id]
+        with anyio.move_on_after(URL_COMPLETION_TIMEOUT):
+            for elicitation_id in ids:
+                await self._completed.setdefault(elicitation_id, anyio.Event()).wait()
+        return True
+
+
+@asynccontextmanager
+async def connect(target: Target, answerer: Answerer, era: str = "auto") -> AsyncIterator[Connection]:
+    """Connect to the target (era: auto, handshake or 2026-07-28) and yield the connection."""
+    connection = Connection(target, answerer)
+    async with AsyncExitStack() as stack:
+        if isinstance(target, HttpTarget):
+            http = httpx2.AsyncClient(
+                headers=dict(target.headers), timeout=httpx2.Timeout(30.0, read=STREAM_READ_TIMEOUT)
+            )
+            await stack.enter_async_context(http)
+            transport: Any = streamable_http_client(
+                target.url, http_client=http, max_sse_event_size=MAX_SSE_EVENT_BYTES
+            )
+        else:
+            parameters = StdioServerParameters(
+                command=target.command, args=list(target.args), env=dict(target.env or {}) or None, cwd=target.cwd
+            )
+            transport = stdio_client(parameters)
+        client = Client(
+            DefaultResultType(transport, connection.speaks_input_required),
+            mode=ERA_MODES[era],
+            elicitation_callback=connection.elicitation_callback,
+            message_handler=connection.message_handler,
+            input_required_max_rounds=INPUT_REQUIRED_MAX_ROUNDS,
+            client_info=Implementation(name="safedb-client", version=__version__),
+        )
+        connection._client = await stack.enter_async_context(client)
+        if era == "2026-07-28" and connection.era is not Era.INPUT_REQUIRED:
+            raise EraUnavailable(f"{target.describe()} does not speak protocol 2026-07-28")
+        yield connection

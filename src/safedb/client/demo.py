@@ -1,0 +1,32 @@
+"""`safedb demo`: the tutorial's scenario. A safe query returns at once; `DROP TABLE invoices` asks first."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+
+from safedb.client.session import CommandRunner
+from safedb.client.targets import StdioTarget
+
+SAFE_QUERY = "SELECT id, user_id, amount_cents, status FROM invoices ORDER BY id"
+DESTRUCTIVE_QUERY = "DROP TABLE invoices"
+
+
+def demo_server(data_dir: str | None) -> StdioTarget:
+    """A SafeDB server on the demo database, started by the client over stdio."""
+    args = ["-m", "safedb", "serve", "--transport", "stdio", "--log-level", "warning"]
+    if data_dir is not None:
+        args += ["--data-dir", data_dir]
+    return StdioTarget(sys.executable, tuple(args))
+
+
+async def run_demo(runner: CommandRunner, say: Callable[[str], None]) -> bool:
+    """Run the two steps; True when both calls returned without a tool error."""
+    server = runner.connection.server
+    say(f"SafeDB demo against {server.describe()}\n")
+    say(f"Step 1: a read-only query runs at once, without asking.\n  {SAFE_QUERY}\n")
+    first = await runner.call("execute_query", [f"query={SAFE_QUERY}"])
+    say(f"\nStep 2: a statement that changes the database asks you first.\n  {DESTRUCTIVE_QUERY}\n")
+    second = await runner.call("execute_query", [f"query={DESTRUCTIVE_QUERY}"])
+    say("\nThat is the whole idea: reads run, changes wait for a person.")
+    return first.ok and second.ok

@@ -1,0 +1,221 @@
+"""Form fields and what each accepts: the typed core shared by the form, the rules and `schema_to_model`.
+
+`field_type` turns a field into the pydantic type that checks one value exactly as the requested
+schema would; `check_value` applies it and explains a refusal in one line a person can act on.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from datetime import date, datetime
+from enum import StrEnum
+from typing import Annotated, Any
+from urllib.parse import urlsplit
+
+from pydantic import AfterValidator, BeforeValidator, Field, Strict, StringConstraints, TypeAdapter, ValidationError
+
+_SECRET_WORDS = re.compile(
+    r"\bpass(word|wd|phrase|code)?\b|secret|token|api[\s_-]?key|apikey|credential|private[\s_-]?key|"
+    r"\bpin\b|\bssn\b|credit[\s_-]?card|card[\s_-]?number|\bcvv\b|\bcvc\b|\botp\b",
+    re.IGNORECASE,
+)
+_CAMEL_CASE = re.compile(r"(?<=[a-z])(?=[A-Z])")
+_EMAIL = re.compile(r"^[^@\s<>()\[\],;:\"]+@[A-Za-z0-9](?:[A-Za-z0-9.-]*[A-Za-z0-9])?$")
+_URI_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*$")
+_FULL_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+_DATE_TIME = re.compile(r"^\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})$")
+
+
+class InvalidValue(ValueError):
+    """A value that does not fit its field; the message says why, for a person to correct it."""
+
+
+class FieldKind(StrEnum):
+    TEXT = "text"
+    NUMBER = "number"
+    INTEGER = "integer"
+    BOOLEAN = "boolean"
+    CHOICE = "choice"
+    MULTI_CHOICE = "multi_choice"
+
+
+class StringFormat(StrEnum):
+    EMAIL = "email"
+    URI = "uri"
+    DATE = "date"
+    DATE_TIME = "date-time"
+
+
+@dataclass(frozen=True)
+class Choice:
+    """One option of an enum: the value sent, and the label shown."""
+
+    value: str
+    label: str
+
+
+@dataclass(frozen=True)
+class Default:
+    """A field's default value (wrapped, so that "no default" and a default of a falsy value differ)."""
+
+    value: Any
+
+
+@dataclass(frozen=True)
+class FormField:
+    """One property of the requested schema, with everything needed to ask for it and check the answer."""
+
+    name: str
+    kind: FieldKind
+    required: bool
+    title: str | None = None
+    description: str | None = None
+    default: Default | None = None
+    string_format: StringFormat | None = None
+    min_length: int | None = None
+    max_length: int | None = None
+    minimum: float | None = None
+    maximum: float | None = None
+    choices: tuple[Choice, ...] = ()
+    min_items: int | None = None
+    max_items: int | None = None
+
+    @property
+    def label(self) -> str:
+        return self.title or self.name
+
+    @property
+    def looks_secret(self) -> bool:
+        """True when the name, title or description suggests a password, token, API key or the like."""
+        text = " ".join(part for part in (self.name, self.title, self.description) if part)
+        words = _CAMEL_CASE.sub(" ", text).replace("_", " ").replace("-", " ")
+        return _SECRET_WORDS.search(words) is not None
+
+    def choice_for(self, value: str) -> Choice | None:
+        return next((choice for choice in self.choices if choice.value == value), None)
+
+
+@dataclass(frozen=True)
+class ElicitationForm:
+    fields: tuple[FormField, ...]
+    title: str | None = None
+    description: str | None = None
+
+    @property
+    def secret_fields(self) -> tuple[FormField, ...]:
+        return tuple(field for field in self.fields if field.looks_secret)
+
+
+def field_type(field: FormField) -> Any:
+    """The pydantic type that accepts exactly the values the field's schema accepts (never null)."""
+    match field.kind:
+        case FieldKind.TEXT:
+            checks: list[Any] = [Strict(), StringConstraints(min_length=field.min_length, max_length=field.max_length)]
+            if field.string_format is not None:
+                checks.append(AfterValidator(_FORMAT_CHECKS[field.string_format]))
+            return Annotated[str, *checks]
+        case FieldKind.NUMBER:
+            return Annotated[int | float, BeforeValidator(_number), Field(ge=field.minimum, le=field.maximum)]
+        case FieldKind.INTEGER:
+            return Annotated[int, BeforeValidator(_integer), Field(ge=field.minimum, le=field.maximum)]
+        case FieldKind.BOOLEAN:
+            return Annotated[bool, Strict()]
+        case FieldKind.CHOICE:
+            return Annotated[str, Strict(), AfterValidator(_one_of(field))]
+        case FieldKind.MULTI_CHOICE:
+            item = Annotated[str, Strict(), AfterValidator(_one_of(field))]
+            return Annotated[list[item], Strict(), Field(min_length=field.min_items, max_length=field.max_items)]
+
+
+def check_value(field: FormField, value: Any) -> Any:
+    """The value, checked against the field (and normalised, e.g. 3.0 for an integer field becomes 3).
+
+    Raises:
+        InvalidValue: the value does not fit; the message says why.
+    """
+    try:
+        return TypeAdapter(field_type(field)).validate_python(value)
+    except ValidationError as exc:
+        raise InvalidValue(describe_errors(exc)) from None
+
+
+def describe_errors(error: ValidationError) -> str:
+    """One line per problem, in words (pydantic's own messages, without its URLs)."""
+    parts = []
+    for detail in error.errors(include_url=False):
+        message = str(detail["msg"]).removeprefix("Value error, ")
+        position = [str(step) for step in detail["loc"] if isinstance(step, int)]
+        parts.append(f"item {int(position[-1]) + 1}: {message}" if position else message)
+    return "; ".join(dict.fromkeys(parts))
+
+
+def _number(value: Any) -> Any:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ValueError("must be a number")
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ValueError("must be a finite number")
+    return value
+
+
+def _integer(value: Any) -> Any:
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValueError("must be a whole number")
+    return value
+
+
+def _one_of(field: FormField) -> Any:
+    allowed = [choice.value for choice in field.choices]
+
+    def check(value: str) -> str:
+        if value not in allowed:
+            raise ValueError(f"{value!r} is not one of the options: {', '.join(allowed)}")
+        return value
+
+    return check
+
+
+def _email(value: str) -> str:
+    if not _EMAIL.match(value):
+        raise ValueError("must be an email address, like name@example.com")
+    return value
+
+
+def _uri(value: str) -> str:
+    parts = urlsplit(value)
+    if not parts.scheme or not _URI_SCHEME.match(parts.scheme) or any(c.isspace() for c in value):
+        raise ValueError("must be a URI with a scheme, like https://example.com/page")
+    if not (parts.netloc or parts.path):
+        raise ValueError("must be a URI with something after the scheme")
+    return value
+
+
+def _date(value: str) -> str:
+    try:
+        if _FULL_DATE.match(value):
+            date.fromisoformat(value)
+            return value
+    except ValueError:
+        pass
+    raise ValueError("must be a date as YYYY-MM-DD, like 2025-12-31")
+
+
+def _date_time(value: str) -> str:
+    try:
+        if _DATE_TIME.match(value):
+            datetime.fromisoformat(value.replace("z", "Z"))
+            return value
+    except ValueError:
+        pass
+    raise ValueError("must be a date and time with a time zone, like 2025-12-31T23:59:00Z or 2025-12-31T23:59:00+01:00")
+
+
+_FORMAT_CHECKS = {
+    StringFormat.EMAIL: _email,
+    StringFormat.URI: _uri,
+    StringFormat.DATE: _date,
+    StringFormat.DATE_TIME: _date_time,
+}

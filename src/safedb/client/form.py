@@ -1,0 +1,201 @@
+"""The person at the terminal answers elicitations: a form rendered from any requested schema, or a URL.
+
+Everything the server wrote is cleaned of escape sequences and control characters before it is shown.
+The person chooses accept, decline or cancel explicitly; Ctrl-C or Esc at any prompt cancels.
+"""
+
+from __future__ import annotations
+
+import webbrowser
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import anyio.to_thread
+from mcp_types import ElicitRequestFormParams, ElicitRequestURLParams, ElicitResult
+from prompt_toolkit import PromptSession, print_formatted_text
+from prompt_toolkit.formatted_text import FormattedText
+from prompt_toolkit.history import InMemoryHistory
+from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
+
+from safedb.client.fields import ElicitationForm, FieldKind
+from safedb.client.filling import FieldQuestion, fill_form
+from safedb.client.requests import ElicitationRequest, Era
+from safedb.client.sanitize import clean_text
+from safedb.client.schema import UnsupportedSchema, parse_requested_schema
+from safedb.client.text_input import hint, value_label
+from safedb.client.urls import UrlReview, review_url
+
+SECRET_WARNING = (
+    "Warning: {names} looks like a secret (password, token, API key). The MCP specification forbids servers "
+    "from asking for secrets in a form; do not type real credentials here. Decline if unsure."
+)
+
+
+class FormCancelled(Exception):
+    """The person pressed Ctrl-C or Esc."""
+
+
+class TerminalAnswerer:
+    """Asks the person at this terminal. Uses prompt_toolkit's current input and output."""
+
+    def __init__(self, open_url: Callable[[str], bool] = webbrowser.open) -> None:
+        self._open_url = open_url
+        self._prompt: PromptSession[str] = PromptSession(history=InMemoryHistory(), key_bindings=_cancel_keys())
+
+    async def answer(self, request: ElicitationRequest) -> ElicitResult:
+        self._header(request)
+        try:
+            if isinstance(request.params, ElicitRequestURLParams):
+                return await self._answer_url(request, request.params)
+            return await self._answer_form(request.params)
+        except (FormCancelled, KeyboardInterrupt, EOFError):
+            self.say("Cancelled: nothing was sent to the server but 'cancel'.", "ansiyellow")
+            return ElicitResult(action="cancel")
+
+    # -- form mode ---------------------------------------------------------------------------------
+
+    async def _answer_form(self, params: ElicitRequestFormParams) -> ElicitResult:
+        try:
+            form = parse_requested_schema(params.requested_schema)
+        except UnsupportedSchema as exc:
+            self.say(f"This form cannot be shown: {exc}.", "ansired")
+            action = await self._choose("Answer [d]ecline or [c]ancel: ", {"d": "decline", "c": "cancel"})
+            return ElicitResult(action=action)  # type: ignore[arg-type]
+        self._describe_form(form)
+        action = await self._choose(
+            "Answer: [a]ccept and fill in, [d]ecline, [c]ancel: ", {"a": "accept", "d": "decline", "c": "cancel"}
+        )
+        if action != "accept":
+            return ElicitResult(action=action)  # type: ignore[arg-type]
+        content: dict[str, Any] | None = None
+        while True:
+            content = await fill_form(form, _TerminalFieldReader(self), start=content)
+            self._summary(form, content)
+            action = await self._choose(
+                "[s]end these answers, [e]dit them, [d]ecline, [c]ancel: ",
+                {"s": "send", "e": "edit", "d": "decline", "c": "cancel"},
+            )
+            if action == "send":
+                self.say("Sent.", "ansigreen")
+                return ElicitResult(action="accept", content=content)
+            if action != "edit":
+                return ElicitResult(action=action)  # type: ignore[arg-type]
+
+    def _describe_form(self, form: ElicitationForm) -> None:
+        if form.secret_fields:
+            names = ", ".join(repr(clean_text(field.name, multiline=False)) for field in form.secret_fields)
+            self.say(SECRET_WARNING.format(names=names), "ansired bold")
+        listed = ", ".join(
+            f"{clean_text(field.label, multiline=False)}{'' if field.required else ' (optional)'}"
+            for field in form.fields
+        )
+        self.say(f"The form asks for: {listed or 'nothing (an empty form)'}")
+
+    def _summary(self, form: ElicitationForm, content: dict[str, Any]) -> None:
+        self.say("You will send:", "bold")
+        for field in form.fields:
+            shown = value_label(field, content[field.name]) if field.name in content else "(left out)"
+            self.say(f"  {clean_text(field.label, multiline=False)}: {clean_text(shown, multiline=False)}")
+
+    # -- url mode ----------------------------------------------------------------------------------
+
+    async def _answer_url(self, request: ElicitationRequest, params: ElicitRequestURLParams) -> ElicitResult:
+        review = review_url(params.url)
+        self._show_url(review)
+        options = {"o": "open", "m": "manual", "d": "decline", "c": "cancel"}
+        prompt = "[o]pen it in your browser, [m] I will open it myself, [d]ecline, [c]ancel: "
+        if not review.openable:
+            options.pop("o")
+            options.pop("m")
+            prompt = "This URL will not be opened. [d]ecline, [c]ancel: "
+        action = await self._choose(prompt, options)
+        if action in ("decline", "cancel"):
+            return ElicitResult(action=action)  # type: ignore[arg-type]
+        if action == "open":
+            opened = await anyio.to_thread.run_sync(self._open_url, review.url)
+            self.say("Opened in your browser." if opened else "No browser could be opened; open the URL yourself.")
+        if request.era is Era.INPUT_REQUIRED:
+            done = await self._choose(
+                "When you have finished on the page: [d]one, or [c]ancel: ", {"d": "done", "c": "cancel"}
+            )
+            return ElicitResult(action="accept" if done == "done" else "cancel")
+        self.say("Consent sent. The server will report when the page is finished.")
+        return ElicitResult(action="accept")
+
+    def _show_url(self, review: UrlReview) -> None:
+        self.say("The server asks you to open a web page:", "bold")
+        self.say(f"  URL:  {review.url}")
+        self.say(f"  Host: {review.host or '(none)'}", "bold ansicyan")
+        if review.reason:
+            self.say(f"  Note: {review.reason}", "ansiyellow")
+
+    # -- shared ------------------------------------------------------------------------------------
+
+    def _header(self, request: ElicitationRequest) -> None:
+        position = request.position
+        counter = f" {position.number} of {position.total}" if position is not None and position.total > 1 else ""
+        self.say("")
+        self.say(f"── Question{counter} from the server ──", "bold reverse")
+        self.say(f"Server: {request.server.describe()}", "bold")
+        if request.tool:
+            self.say(f"Tool:   {clean_text(request.tool, multiline=False)}")
+        self.say("Message:", "bold")
+        for line in clean_text(request.params.message).splitlines() or [""]:
+            self.say(f"  {line}")
+
+    async def _choose(self, prompt: str, options: dict[str, str]) -> str:
+        while True:
+            text = (await self.ask(prompt)).strip().lower()
+            for key, action in options.items():
+                if text in (key, action):
+                    return action
+            self.say(f"Please type one of: {', '.join(options)}", "ansiyellow")
+
+    async def ask(self, prompt: str, prefilled: str = "") -> str:
+        return await self._prompt.prompt_async(prompt, default=prefilled)
+
+    def say(self, text: str, style: str = "") -> None:
+        print_formatted_text(FormattedText([(style, text)]))
+
+
+class _TerminalFieldReader:
+    def __init__(self, terminal: TerminalAnswerer) -> None:
+        self._terminal = terminal
+
+    async def read(self, question: FieldQuestion) -> str:
+        terminal = self._terminal
+        field = question.field
+        if question.problem is None:
+            title = clean_text(field.label, multiline=False)
+            name = "" if field.title is None else f" ({clean_text(field.name, multiline=False)})"
+            terminal.say(f"[{question.number}/{question.count}] {title}{name}", "bold")
+            if field.description:
+                for line in clean_text(field.description).splitlines():
+                    terminal.say(f"      {line}")
+            for line in _choice_lines(field.choices, field.kind):
+                terminal.say(line)
+            terminal.say(f"      ({hint(field)})", "ansibrightblack")
+        else:
+            terminal.say(f"  ✗ {clean_text(question.problem)}", "ansired")
+        return await terminal.ask("  > ", question.prefilled)
+
+
+def _choice_lines(choices: Sequence[Any], kind: FieldKind) -> list[str]:
+    if kind not in (FieldKind.CHOICE, FieldKind.MULTI_CHOICE):
+        return []
+    lines = []
+    for number, choice in enumerate(choices, start=1):
+        label = clean_text(choice.label, multiline=False)
+        value = clean_text(choice.value, multiline=False)
+        lines.append(f"      {number}) {label}" + ("" if label == value else f"  [{value}]"))
+    return lines
+
+
+def _cancel_keys() -> KeyBindings:
+    keys = KeyBindings()
+
+    @keys.add("escape", eager=True)
+    def _escape(event: KeyPressEvent) -> None:
+        event.app.exit(exception=FormCancelled())
+
+    return keys

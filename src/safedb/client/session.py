@@ -1,0 +1,144 @@
+"""The interactive session (`safedb client`) and its commands, which scripts can run too (`-x`).
+
+Commands: tools, call TOOL key=value..., TOOL key=value... (when TOOL is a tool), history, help, quit.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import shlex
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import httpx2
+from mcp.shared.exceptions import MCPError
+from mcp_types import Tool
+from prompt_toolkit import PromptSession
+from prompt_toolkit.completion import WordCompleter
+from prompt_toolkit.history import InMemoryHistory
+from pydantic import ValidationError
+
+from safedb.client.arguments import ArgumentError, parse_arguments
+from safedb.client.connection import Connection
+from safedb.client.results import describe_tools, render_result, result_json
+from safedb.client.sanitize import clean_text
+
+logger = logging.getLogger(__name__)
+
+HELP = """Commands:
+  tools                       list the server's tools and their arguments
+  call TOOL key=value ...     call a tool; values are read by the tool's schema (key:=JSON forces JSON)
+  call TOOL '{"key": 1}'      call a tool with one JSON object
+  TOOL key=value ...          the same, when TOOL is one of the server's tools
+  history                     the commands entered in this session
+  help                        this text
+  quit                        leave (also: exit, Ctrl-D)
+Values with spaces need quotes: call execute_query query="SELECT * FROM users"
+When the server asks a question, a form appears: Ctrl-C or Esc cancels it."""
+
+CALL_FAILURES = (MCPError, ValidationError, RuntimeError, httpx2.HTTPError, OSError)
+
+
+@dataclass(frozen=True)
+class CommandOutcome:
+    ok: bool = True
+    quit: bool = False
+
+
+class CommandRunner:
+    """Runs one command line against a connection and writes what it shows through `write`."""
+
+    def __init__(self, connection: Connection, write: Callable[[str], None], *, json_output: bool = False) -> None:
+        self.connection = connection
+        self.history: list[str] = []
+        self.write = write
+        self._json_output = json_output
+        self._tools: dict[str, Tool] | None = None
+
+    async def tools(self) -> dict[str, Tool]:
+        if self._tools is None:
+            self._tools = {tool.name: tool for tool in await self.connection.list_tools()}
+        return self._tools
+
+    async def run(self, line: str) -> CommandOutcome:
+        line = line.strip()
+        if not line or line.startswith("#"):
+            return CommandOutcome()
+        self.history.append(line)
+        try:
+            words = shlex.split(line)
+        except ValueError as exc:
+            self.write(f"Cannot read that line: {exc}")
+            return CommandOutcome(ok=False)
+        command, rest = words[0].lower(), words[1:]
+        if command in ("quit", "exit", "q"):
+            return CommandOutcome(quit=True)
+        if command in ("help", "?"):
+            self.write(HELP)
+            return CommandOutcome()
+        if command == "history":
+            self.write("\n".join(f"{number:4}  {entry}" for number, entry in enumerate(self.history, 1)))
+            return CommandOutcome()
+        try:
+            if command == "tools":
+                self._tools = None
+                self.write(describe_tools(list((await self.tools()).values())))
+                return CommandOutcome()
+            if command == "call":
+                if not rest:
+                    self.write("Usage: call TOOL key=value ...")
+                    return CommandOutcome(ok=False)
+                return await self.call(rest[0], rest[1:])
+            if words[0] in await self.tools():
+                return await self.call(words[0], rest)
+        except CALL_FAILURES as exc:
+            self.write(f"Error: {clean_text(str(exc))}")
+            return CommandOutcome(ok=False)
+        self.write(f"Unknown command {clean_text(words[0], multiline=False)!r}. Type help for the commands.")
+        return CommandOutcome(ok=False)
+
+    async def call(self, name: str, words: Sequence[str]) -> CommandOutcome:
+        tool = (await self.tools()).get(name)
+        try:
+            arguments = parse_arguments(words, tool.input_schema if tool is not None else None)
+        except ArgumentError as exc:
+            self.write(f"Error: {exc}")
+            return CommandOutcome(ok=False)
+        result = await self.connection.call_tool(name, arguments)
+        if self._json_output:
+            self.write(json.dumps(result_json(result), indent=2, ensure_ascii=False))
+        else:
+            self.write(render_result(result))
+        return CommandOutcome(ok=not result.is_error)
+
+
+async def run_script(runner: CommandRunner, lines: Sequence[str]) -> bool:
+    """Run command lines in order; True when every one succeeded. Stops at quit."""
+    ok = True
+    for line in lines:
+        outcome = await runner.run(line)
+        ok = ok and outcome.ok
+        if outcome.quit:
+            break
+    return ok
+
+
+async def interact(runner: CommandRunner) -> None:
+    """The interactive loop: prompt, run, repeat until quit or Ctrl-D."""
+    server = runner.connection.server
+    runner.write(f"Connected to {server.describe()} (protocol {runner.connection.client.protocol_version}).")
+    runner.write("Type help for the commands, quit to leave.")
+    tool_names = list(await runner.tools())
+    completer = WordCompleter(["tools", "call", "history", "help", "quit", *tool_names], sentence=True)
+    prompt: PromptSession[str] = PromptSession(history=InMemoryHistory(), completer=completer)
+    name = clean_text(server.name or "mcp", multiline=False)
+    while True:
+        try:
+            line = await prompt.prompt_async(f"{name}> ")
+        except KeyboardInterrupt:
+            continue
+        except EOFError:
+            return
+        if (await runner.run(line)).quit:
+            return

@@ -1,0 +1,118 @@
+"""Which MCP server to talk to: an HTTP(S) URL, a command speaking stdio, or an entry of an `mcpServers` file.
+
+Config files use the format Claude Desktop, Cursor and mcp-use read (`{"mcpServers": {NAME: {...}}}`),
+or VS Code's (`{"servers": {NAME: {...}}}`). An entry has either `command` (+ `args`, `env`, `cwd`)
+or `url` (+ `headers`; `type` http/streamable-http when given).
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+
+class TargetError(ValueError):
+    """The server to connect to is not described well enough to connect."""
+
+
+@dataclass(frozen=True)
+class HttpTarget:
+    url: str
+    headers: Mapping[str, str] = field(default_factory=dict)
+
+    def describe(self) -> str:
+        return self.url
+
+
+@dataclass(frozen=True)
+class StdioTarget:
+    command: str
+    args: tuple[str, ...] = ()
+    env: Mapping[str, str] | None = None
+    cwd: str | None = None
+
+    def describe(self) -> str:
+        return shlex.join([self.command, *self.args])
+
+
+Target = HttpTarget | StdioTarget
+
+_HTTP_TYPES = frozenset({"http", "streamable-http", "streamablehttp", "streamable_http"})
+
+
+def http_target(url: str, headers: Mapping[str, str] | None = None) -> HttpTarget:
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise TargetError(f"{url!r} is not an http:// or https:// URL")
+    return HttpTarget(url, dict(headers or {}))
+
+
+def stdio_target(command_line: str) -> StdioTarget:
+    try:
+        words = shlex.split(command_line)
+    except ValueError as exc:
+        raise TargetError(f"Cannot split the command {command_line!r}: {exc}") from None
+    if not words:
+        raise TargetError("--stdio needs a command")
+    return StdioTarget(words[0], tuple(words[1:]))
+
+
+def config_target(path: Path, name: str) -> Target:
+    """The server `name` from an `mcpServers` (or VS Code `servers`) JSON file."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise TargetError(f"Cannot read {path}: {exc.strerror}") from None
+    except json.JSONDecodeError as exc:
+        raise TargetError(f"{path} is not valid JSON: {exc}") from None
+    servers = _servers(data)
+    if servers is None:
+        raise TargetError(f"{path} has no 'mcpServers' (or 'servers') object")
+    if name not in servers:
+        known = ", ".join(sorted(servers)) or "none"
+        raise TargetError(f"{path} has no server named {name!r} (it has: {known})")
+    return _entry_target(name, servers[name])
+
+
+def _servers(data: Any) -> Mapping[str, Any] | None:
+    if not isinstance(data, Mapping):
+        return None
+    for key in ("mcpServers", "servers"):
+        if isinstance(data.get(key), Mapping):
+            return data[key]  # type: ignore[no-any-return]
+    return None
+
+
+def _entry_target(name: str, entry: Any) -> Target:
+    if not isinstance(entry, Mapping):
+        raise TargetError(f"Server {name!r} is not a JSON object")
+    kind = str(entry.get("type", "")).lower()
+    if "url" in entry:
+        if kind and kind not in _HTTP_TYPES:
+            raise TargetError(f"Server {name!r} has type {kind!r}; only Streamable HTTP and stdio are supported")
+        return http_target(str(entry["url"]), _string_map(entry.get("headers"), name, "headers"))
+    if "command" in entry:
+        args = entry.get("args", [])
+        if not isinstance(args, list) or not all(isinstance(arg, str) for arg in args):
+            raise TargetError(f"Server {name!r}: 'args' must be a list of strings")
+        cwd = entry.get("cwd")
+        return StdioTarget(
+            str(entry["command"]),
+            tuple(args),
+            _string_map(entry.get("env"), name, "env") or None,
+            str(cwd) if cwd is not None else None,
+        )
+    raise TargetError(f"Server {name!r} has neither 'url' nor 'command'")
+
+
+def _string_map(value: Any, name: str, key: str) -> dict[str, str]:
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise TargetError(f"Server {name!r}: {key!r} must be an object of strings")
+    return {str(k): str(v) for k, v in value.items()}

@@ -1,0 +1,59 @@
+"""Reviewing a URL-mode elicitation's URL before anything is opened (pure)."""
+
+from __future__ import annotations
+
+import ipaddress
+from dataclasses import dataclass
+from urllib.parse import urlsplit
+
+from safedb.client.sanitize import clean_text
+
+
+@dataclass(frozen=True)
+class UrlReview:
+    url: str
+    """The full URL, cleaned of control characters, exactly as it would be opened."""
+    host: str
+    """The host, in its ASCII (punycode) form, so that look-alike letters cannot hide a different site."""
+    openable: bool
+    reason: str | None = None
+    """Why the URL will not be opened, or a warning about it."""
+
+
+def review_url(url: str) -> UrlReview:
+    """Whether a URL may be opened on the person's consent: https anywhere, http only for this machine."""
+    cleaned = clean_text(url, multiline=False)
+    if cleaned != url or any(character.isspace() for character in url):
+        return UrlReview(cleaned, "", False, "the URL contains spaces or control characters")
+    try:
+        parts = urlsplit(url)
+        hostname = parts.hostname or ""
+        _ = parts.port
+    except ValueError:
+        return UrlReview(url, "", False, "the URL cannot be parsed")
+    host = _ascii_host(hostname)
+    if not host:
+        return UrlReview(url, host, False, "the URL has no host")
+    if parts.username is not None or parts.password is not None:
+        return UrlReview(url, host, False, "the URL carries a user name or password before the host")
+    if parts.scheme == "https":
+        return UrlReview(url, host, True)
+    if parts.scheme == "http" and _is_local(host):
+        return UrlReview(url, host, True, "plain http, allowed because the host is this machine")
+    return UrlReview(url, host, False, f"only https URLs (or http on this machine) are opened, not {parts.scheme}:")
+
+
+def _ascii_host(hostname: str) -> str:
+    try:
+        return hostname.encode("idna").decode("ascii")
+    except UnicodeError:
+        return hostname
+
+
+def _is_local(host: str) -> bool:
+    if host == "localhost" or host.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False

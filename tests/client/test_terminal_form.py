@@ -1,0 +1,224 @@
+"""The terminal form (prompt_toolkit) against the feature server over HTTP, in both protocol eras.
+
+Keystrokes go through prompt_toolkit's pipe input and the screen is captured as plain text, so this
+runs the real form code and a real server; the tmux tests cover a real terminal end to end.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
+from typing import Any
+
+import anyio
+import pytest
+from prompt_toolkit.application import create_app_session
+from prompt_toolkit.input import create_pipe_input
+from prompt_toolkit.output.plain_text import PlainTextOutput
+
+from safedb.client.connection import Connection, connect
+from safedb.client.form import TerminalAnswerer
+from safedb.client.targets import http_target
+from tests.client.servers import feature_server
+
+pytestmark = pytest.mark.anyio
+
+ESC = "\x1b"
+
+
+@pytest.fixture(scope="module")
+def server_url() -> Iterator[str]:
+    with feature_server() as url:
+        yield url
+
+
+@pytest.fixture(params=["handshake", "2026-07-28"])
+def era(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+@contextmanager
+def terminal(keys: str) -> Iterator[io.StringIO]:
+    screen = io.StringIO()
+    with create_pipe_input() as pipe:
+        pipe.send_text(keys)
+        with create_app_session(input=pipe, output=PlainTextOutput(screen)):
+            yield screen
+
+
+@asynccontextmanager
+async def connected(url: str, era: str, answerer: TerminalAnswerer) -> AsyncIterator[Connection]:
+    async with connect(http_target(url), answerer, era) as connection:
+        yield connection
+
+
+KEEP = None
+"""Press Enter on the pre-filled text as it is."""
+
+
+def lines(*typed: str | None) -> str:
+    """Each line replaces whatever was pre-filled (Ctrl-U clears the line) and is entered; KEEP keeps it."""
+    return "".join("\r" if line is KEEP else f"\x15{line}\r" for line in typed)
+
+
+async def test_every_schema_feature_through_the_terminal_form(server_url: str, era: str) -> None:
+    keys = lines(
+        "a",  # accept and fill in
+        "A", "Ada Lovelace",  # name: too short, asked again
+        "ada@example.com",
+        "not a uri", "https://ada.example",  # homepage
+        "1815-12-10",  # birthday
+        "",  # meeting: optional, left out
+        KEEP,  # age: keep the pre-filled default (30)
+        "11", "9.5",  # score: above maximum, asked again
+        KEEP,  # subscribe: keep default (yes)
+        "green",  # color
+        "3",  # size: Large
+        "Pro plan",  # plan (legacy enumNames)
+        "cheese,olives",  # toppings
+        KEEP,  # days: keep default (Monday)
+        "Augusta",  # first-name
+        "s",  # send
+    )  # fmt: skip
+    with terminal(keys) as screen:
+        async with connected(server_url, era, TerminalAnswerer()) as connection:
+            with anyio.fail_after(30):
+                result = await connection.call_tool("ask_everything", {})
+    assert result.structured_content == {
+        "form": {
+            "action": "accept",
+            "content": {
+                "name": "Ada Lovelace",
+                "email": "ada@example.com",
+                "homepage": "https://ada.example",
+                "birthday": "1815-12-10",
+                "age": 30,
+                "score": 9.5,
+                "subscribe": True,
+                "color": "green",
+                "size": "l",
+                "plan": "pro",
+                "toppings": ["cheese", "olives"],
+                "days": ["mon"],
+                "first-name": "Augusta",
+            },
+        }
+    }
+    shown = screen.getvalue()
+    assert "Server: Feature Server at " + server_url in shown
+    assert "Please fill in the feature form. Thanks!" in shown  # escape sequences removed
+    assert "evil title" not in shown
+    assert "at least 2 characters" in shown
+    assert "less than or equal to 10" in shown
+    assert "1) Small" in shown
+    assert "meeting: (left out)" in shown
+
+
+@pytest.mark.parametrize(("keys", "action"), [(lines("d"), "decline"), (lines("c"), "cancel")])
+async def test_decline_and_cancel_are_explicit_choices(server_url: str, era: str, keys: str, action: str) -> None:
+    with terminal(keys) as screen:
+        async with connected(server_url, era, TerminalAnswerer()) as connection:
+            with anyio.fail_after(30):
+                result = await connection.call_tool("ask_everything", {})
+    assert result.structured_content == {"form": {"action": action}}
+    assert "[a]ccept and fill in, [d]ecline, [c]ancel" in screen.getvalue()
+
+
+@pytest.mark.parametrize("key", [ESC, "\x03"], ids=["esc", "ctrl-c"])
+async def test_esc_or_ctrl_c_in_the_middle_of_a_form_cancels(server_url: str, era: str, key: str) -> None:
+    screen = io.StringIO()
+    with create_pipe_input() as pipe, create_app_session(input=pipe, output=PlainTextOutput(screen)):
+        pipe.send_text(lines("a", "Ada"))
+
+        async def press_when_asked_for_the_email() -> None:
+            while "[2/14] Email" not in screen.getvalue():
+                await anyio.sleep(0.01)
+            pipe.send_text(key)
+
+        async with connected(server_url, era, TerminalAnswerer()) as connection, anyio.create_task_group() as group:
+            with anyio.fail_after(30):
+                group.start_soon(press_when_asked_for_the_email)
+                result = await connection.call_tool("ask_everything", {})
+    assert result.structured_content == {"form": {"action": "cancel"}}
+    assert "Cancelled" in screen.getvalue()
+
+
+async def test_questions_arriving_together_are_asked_one_at_a_time(server_url: str, era: str) -> None:
+    keys = lines("a", "yes", "s") + lines("a", "no", "s") + lines("d")
+    with terminal(keys) as screen:
+        async with connected(server_url, era, TerminalAnswerer()) as connection:
+            with anyio.fail_after(30):
+                result = await connection.call_tool("ask_three", {})
+    answers: Any = result.structured_content
+    assert sorted(answer["action"] for answer in answers.values()) == ["accept", "accept", "decline"]
+    assert sorted(str(answer.get("content")) for answer in answers.values()) == [
+        "None",
+        "{'ok': False}",
+        "{'ok': True}",
+    ]
+    headers = [line for line in screen.getvalue().splitlines() if line.startswith("── Question")]
+    assert len(headers) == 3
+    # The first question waits a moment for its siblings; it shows the total known when it is shown.
+    assert re.fullmatch(r"── Question( 1 of [23])? from the server ──", headers[0])
+    assert headers[1:] == ["── Question 2 of 3 from the server ──", "── Question 3 of 3 from the server ──"]
+
+
+async def test_secret_looking_fields_get_a_warning(server_url: str, era: str) -> None:
+    with terminal(lines("d")) as screen:
+        async with connected(server_url, era, TerminalAnswerer()) as connection:
+            with anyio.fail_after(30):
+                result = await connection.call_tool("ask_secret", {})
+    assert result.structured_content == {"secret": {"action": "decline"}}
+    assert "'api_key' looks like a secret" in screen.getvalue()
+
+
+async def test_url_mode_opens_only_on_consent_and_finishes_in_each_era(server_url: str, era: str) -> None:
+    opened: list[str] = []
+
+    def open_url(url: str) -> bool:
+        opened.append(url)
+        return True
+
+    keys = lines("o", "d") if era == "2026-07-28" else lines("o")
+    with terminal(keys) as screen:
+        async with connected(server_url, era, TerminalAnswerer(open_url)) as connection:
+            with anyio.fail_after(30):
+                result = await connection.call_tool("ask_url", {})
+            completions = list(connection.completions)
+    assert result.structured_content == {"page": {"action": "accept"}}
+    assert opened == ["https://example.com/approve?request=42"]
+    shown = screen.getvalue()
+    assert "URL:  https://example.com/approve?request=42" in shown
+    assert "Host: example.com" in shown
+    if era == "handshake":
+        assert completions == ["page-42"]  # the server's completion notification arrived
+    else:
+        assert "When you have finished on the page" in shown
+
+
+async def test_url_mode_declined_opens_nothing(server_url: str, era: str) -> None:
+    opened: list[str] = []
+    with terminal(lines("d")):
+        async with connected(server_url, era, TerminalAnswerer(lambda url: opened.append(url) is None)) as connection:
+            with anyio.fail_after(30):
+                result = await connection.call_tool("ask_url", {})
+    assert result.structured_content == {"page": {"action": "decline"}}
+    assert opened == []
+
+
+async def test_url_elicitation_required_is_answered_then_the_call_retried(server_url: str) -> None:
+    opened: list[str] = []
+    with terminal(lines("o")) as screen:
+        async with connected(
+            server_url, "handshake", TerminalAnswerer(lambda url: opened.append(url) is None)
+        ) as connection:
+            with anyio.fail_after(30):
+                result = await connection.call_tool("needs_authorization", {})
+            completions = list(connection.completions)
+    assert not result.is_error
+    assert result.structured_content == {"result": "authorized"}
+    assert opened == ["https://example.com/auth"]
+    assert completions == ["auth-7"]
+    assert "Host: example.com" in screen.getvalue()
