@@ -6,6 +6,9 @@ import pytest
 
 from safedb.db.demo import ensure_demo_database
 
+# One PostgreSQL server for the whole session (`postgres_cluster`), shared by every suite that needs it.
+pytest_plugins = ["tests.conftest_postgres"]
+
 
 @pytest.fixture
 def demo_db(tmp_path: Path) -> Path:

@@ -47,7 +47,7 @@ class Responder:
 @asynccontextmanager
 async def in_process_server(path: Path, **settings: Any) -> AsyncIterator[tuple[MCPServer, SqliteAuditStore]]:
     """A SafeDB server for `path`, in this process, with its audit log beside the database."""
-    config = Settings(database=path, **settings)
+    config = Settings(**settings)
     database = SqliteDatabase(path, config.limits, readers=config.readers)
     audit = SqliteAuditStore.open(path.parent / "audit.db")
     try:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import sys
 from pathlib import Path
@@ -15,7 +16,7 @@ from safedb.audit.commands import audit_commands
 from safedb.client.commands import call, client, demo
 from safedb.db.backend import QueryLimits
 from safedb.db.demo import ensure_demo_database
-from safedb.db.sqlite import SqliteDatabase
+from safedb.db.open import open_database
 from safedb.errors import SafeDBError
 from safedb.server import app
 from safedb.settings import Settings, Transport, default_data_dir
@@ -41,8 +42,13 @@ def main() -> None:
 
 @main.command()
 @click.option(
-    "--database", "-d", type=click.Path(dir_okay=False, path_type=Path), envvar="SAFEDB_DATABASE",
-    help="SQLite database file to serve. Default: the demo database (created on first run).",
+    "--database", "-d", envvar="SAFEDB_DATABASE", metavar="PATH|URL",
+    help="SQLite database file or postgresql:// URL to serve (for PostgreSQL, a read-only role; see "
+    "docs/postgres.md). Default: the demo database, created on first run.",
+)  # fmt: skip
+@click.option(
+    "--writer-database", envvar="SAFEDB_WRITER_DATABASE", metavar="URL",
+    help="PostgreSQL only: URL of the role that runs approved statements. Default: the --database URL.",
 )  # fmt: skip
 @click.option(
     "--transport", type=click.Choice([t.value for t in Transport]), default="http", show_default=True,
@@ -88,7 +94,8 @@ def main() -> None:
     envvar="SAFEDB_LOG_LEVEL",
 )  # fmt: skip
 def serve(
-    database: Path | None,
+    database: str | None,
+    writer_database: str | None,
     transport: str,
     host: str,
     port: int,
@@ -109,6 +116,7 @@ def serve(
     _configure_logging(log_level)
     settings = Settings(
         database=database,
+        writer_database=writer_database,
         data_dir=data_dir or default_data_dir(),
         transport=Transport(transport),
         host=host,
@@ -119,32 +127,26 @@ def serve(
         audit_db=audit_db,
     )
     try:
-        path = settings.database or ensure_demo_database(settings.data_dir)
-        db = SqliteDatabase(path, settings.limits, readers=settings.readers)
+        target = settings.database or str(ensure_demo_database(settings.data_dir))
+        db = open_database(target, settings.limits, writer_url=settings.writer_database, readers=settings.readers)
         settings.audit_path.parent.mkdir(parents=True, exist_ok=True)
         audit = SqliteAuditStore.open(settings.audit_path)
     except (SafeDBError, OSError) as exc:
         raise click.ClickException(str(exc)) from None
-    server = app.build_server(settings, db, audit)
-    try:
-        if settings.transport is Transport.STDIO:
-            logger.info("SafeDB %s serving %s over stdio", __version__, path)
-            anyio.run(app.serve_stdio, server)
-        else:
-            try:
-                listener = app.bind(settings.host, settings.port)
-            except OSError as exc:
-                raise click.ClickException(
-                    f"Cannot listen on {settings.host}:{settings.port}: {exc.strerror}"
-                ) from None
-            url = f"http://{settings.host}:{listener.getsockname()[1]}/mcp"
-            click.echo(f"SafeDB {__version__} serving {path} at {url}", err=True)
-            anyio.run(app.serve_http, server, settings, listener)
-    except KeyboardInterrupt:
-        pass
-    finally:
-        anyio.run(db.aclose)
-        audit.close()
+    listener = None
+    if settings.transport is Transport.HTTP:
+        try:
+            listener = app.bind(settings.host, settings.port)
+        except OSError as exc:
+            anyio.run(db.aclose)
+            audit.close()
+            raise click.ClickException(f"Cannot listen on {settings.host}:{settings.port}: {exc.strerror}") from None
+        url = f"http://{settings.host}:{listener.getsockname()[1]}/mcp"
+        click.echo(f"SafeDB {__version__} serving {db.label} at {url}", err=True)
+    else:
+        logger.info("SafeDB %s serving %s over stdio", __version__, db.label)
+    with contextlib.suppress(KeyboardInterrupt):
+        anyio.run(app.serve, settings, db, audit, listener)
 
 
 main.add_command(audit_commands)

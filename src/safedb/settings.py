@@ -24,8 +24,10 @@ def default_data_dir() -> Path:
 class Settings:
     """Everything `safedb serve` can be told; each field is documented where it is declared."""
 
-    database: Path | None = None
-    """SQLite file to serve; None serves the demo database in `data_dir`."""
+    database: str | None = None
+    """An SQLite file path or a postgresql:// URL (the read-only role's); None serves the demo database."""
+    writer_database: str | None = None
+    """PostgreSQL only: the URL of the role approved statements run as; None uses `database`."""
     data_dir: Path = field(default_factory=default_data_dir)
     transport: Transport = Transport.HTTP
     host: str = "127.0.0.1"

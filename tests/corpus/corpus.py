@@ -17,13 +17,18 @@ A case lives in `tests/corpus/sqlite/*.toml` as a `[[case]]` table:
 
 from __future__ import annotations
 
+import re
 import sqlite3
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from mcp_types import CallToolResult, ElicitRequestFormParams
+
+from safedb.audit import SqliteAuditStore
 from safedb.sql.classification import ChangeKind
+from tests.helpers import audit_decisions
 
 CORPUS_DIR = Path(__file__).parent / "sqlite"
 FIXTURE_SQL = Path(__file__).parent / "fixture.sql"
@@ -116,3 +121,24 @@ def build_fixture(path: Path) -> Path:
     finally:
         connection.close()
     return path
+
+
+def text_of(result: CallToolResult) -> str:
+    return "\n".join(getattr(block, "text", "") for block in result.content)
+
+
+def asked_kinds(question: ElicitRequestFormParams) -> frozenset[ChangeKind]:
+    """The change kinds named on the question's `Change:` line, e.g. `data change (delete, insert)`."""
+    line = next(line for line in question.message.splitlines() if line.startswith("Change: "))
+    named = [kind.strip() for group in re.findall(r"\(([^)]*)\)", line) for kind in group.split(",")]
+    return frozenset(ChangeKind(kind) for kind in named)
+
+
+def last_decision(audit_path: Path) -> tuple[str, str] | None:
+    """The newest (decision, sql) in the audit log a server process keeps."""
+    audit = SqliteAuditStore.open(audit_path, readonly=True)
+    try:
+        decisions = audit_decisions(audit)
+    finally:
+        audit.close()
+    return decisions[-1] if decisions else None

@@ -11,7 +11,6 @@ client approves; the statement must run on the writer path and its effect must s
 
 from __future__ import annotations
 
-import re
 import shutil
 from collections import Counter
 from collections.abc import Iterator
@@ -27,8 +26,7 @@ from safedb.audit import SqliteAuditStore
 from safedb.db.sqlite import SqliteDatabase
 from safedb.server.app import build_server
 from safedb.settings import Settings
-from safedb.sql.classification import ChangeKind
-from tests.corpus.corpus import Case, CorpusError, build_fixture, load_cases
+from tests.corpus.corpus import Case, CorpusError, asked_kinds, build_fixture, last_decision, load_cases, text_of
 from tests.helpers import Responder, ServerProcess, audit_decisions, database_snapshot, safedb_serve
 
 pytestmark = pytest.mark.anyio
@@ -63,31 +61,11 @@ def served(served_db: Path, served_audit: Path) -> Iterator[ServerProcess]:
         yield server
 
 
-def last_decision(audit_path: Path) -> tuple[str, str] | None:
-    audit = SqliteAuditStore.open(audit_path, readonly=True)
-    try:
-        decisions = audit_decisions(audit)
-    finally:
-        audit.close()
-    return decisions[-1] if decisions else None
-
-
 async def call(target: Any, mode: str, responder: Responder, sql: str) -> CallToolResult:
     with anyio.fail_after(CALL_SECONDS):
         async with Client(target, mode=mode, elicitation_callback=responder) as client:
             assert client.protocol_version == PROTOCOL_VERSIONS[mode]
             return await client.call_tool("execute_query", {"query": sql})
-
-
-def text_of(result: CallToolResult) -> str:
-    return "\n".join(getattr(block, "text", "") for block in result.content)
-
-
-def asked_kinds(question: ElicitRequestFormParams) -> frozenset[ChangeKind]:
-    """The change kinds named on the question's `Change:` line, e.g. `data change (delete, insert)`."""
-    line = next(line for line in question.message.splitlines() if line.startswith("Change: "))
-    named = [kind.strip() for group in re.findall(r"\(([^)]*)\)", line) for kind in group.split(",")]
-    return frozenset(ChangeKind(kind) for kind in named)
 
 
 def test_corpus_files_are_well_formed() -> None:
@@ -159,7 +137,7 @@ async def test_approved_change_takes_effect(case: Case, mode: str, fixture_db: P
     (tmp_path / "db").mkdir()
     path = Path(shutil.copy2(fixture_db, tmp_path / "db" / "corpus.db"))
     before = database_snapshot(path)
-    settings = Settings(database=path)
+    settings = Settings()
     database = SqliteDatabase(path, settings.limits)
     audit = SqliteAuditStore.open(tmp_path / "audit.db")
     try:

@@ -34,7 +34,7 @@ def served(shared_db: Path) -> Iterator[ServerProcess]:
 
 @pytest.fixture(scope="module")
 def in_process_server(shared_db: Path) -> Iterator[MCPServer]:
-    settings = Settings(database=shared_db)
+    settings = Settings()
     database = SqliteDatabase(shared_db, settings.limits)
     audit = SqliteAuditStore.open(shared_db.parent / "audit.db")
     yield build_server(settings, database, audit)

@@ -97,7 +97,7 @@ def authorizer_reports_a_write(path: Path, sql: str) -> bool | None:
 @pytest.fixture(scope="module")
 def property_db(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, MCPServer]]:
     path = ensure_demo_database(tmp_path_factory.mktemp("property"))
-    settings = Settings(database=path)
+    settings = Settings()
     database = SqliteDatabase(path, settings.limits)
     audit = SqliteAuditStore.open(path.parent / "audit.db")
     yield path, build_server(settings, database, audit)

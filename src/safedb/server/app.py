@@ -49,6 +49,20 @@ def build_server(settings: Settings, database: Database, audit: AuditStore) -> M
     return server
 
 
+async def serve(settings: Settings, database: Database, audit: AuditStore, listener: socket.socket | None) -> None:
+    """Serve `database` until stopped (HTTP on `listener`, or stdio when there is none), then close it and
+    the audit log. Everything runs in this one event loop, which owns the database's connection pools."""
+    try:
+        server = build_server(settings, database, audit)
+        if listener is None:
+            await serve_stdio(server)
+        else:
+            await serve_http(server, settings, listener)
+    finally:
+        await database.aclose()
+        audit.close()
+
+
 async def serve_http(server: MCPServer, settings: Settings, listener: socket.socket) -> None:
     """Serve Streamable HTTP at /mcp on an already bound socket."""
     app = server.streamable_http_app(host=settings.host)

@@ -33,6 +33,24 @@ class ChangeKind(StrEnum):
     PRAGMA = "pragma"
     LOAD_EXTENSION = "load_extension"
     UNKNOWN = "unknown"
+    # PostgreSQL (safedb.sql.postgres_classifier)
+    TRUNCATE = "truncate"
+    MERGE = "merge"
+    COPY = "copy"
+    SEQUENCE = "sequence"
+    REFRESH = "refresh"
+    GRANT = "grant"
+    REVOKE = "revoke"
+    ROLE = "role"
+    SETTING = "setting"
+    LOCK = "lock"
+    NOTIFY = "notify"
+    CLUSTER = "cluster"
+    CHECKPOINT = "checkpoint"
+    COMMENT = "comment"
+    CALL = "call"
+    DO = "do"
+    FUNCTION_CALL = "function call"
 
     @property
     def category(self) -> ChangeCategory:
@@ -57,6 +75,23 @@ _CATEGORIES = {
     ChangeKind.PRAGMA: ChangeCategory.DATABASE,
     ChangeKind.LOAD_EXTENSION: ChangeCategory.EXTENSION,
     ChangeKind.UNKNOWN: ChangeCategory.UNKNOWN,
+    ChangeKind.TRUNCATE: ChangeCategory.DATA,
+    ChangeKind.MERGE: ChangeCategory.DATA,
+    ChangeKind.COPY: ChangeCategory.DATA,
+    ChangeKind.SEQUENCE: ChangeCategory.DATA,
+    ChangeKind.REFRESH: ChangeCategory.DATA,
+    ChangeKind.GRANT: ChangeCategory.DATABASE,
+    ChangeKind.REVOKE: ChangeCategory.DATABASE,
+    ChangeKind.ROLE: ChangeCategory.DATABASE,
+    ChangeKind.SETTING: ChangeCategory.DATABASE,
+    ChangeKind.LOCK: ChangeCategory.DATABASE,
+    ChangeKind.NOTIFY: ChangeCategory.DATABASE,
+    ChangeKind.CLUSTER: ChangeCategory.DATABASE,
+    ChangeKind.CHECKPOINT: ChangeCategory.DATABASE,
+    ChangeKind.COMMENT: ChangeCategory.SCHEMA,
+    ChangeKind.CALL: ChangeCategory.UNKNOWN,
+    ChangeKind.DO: ChangeCategory.UNKNOWN,
+    ChangeKind.FUNCTION_CALL: ChangeCategory.UNKNOWN,
 }
 
 
@@ -71,6 +106,18 @@ class ObjectType(StrEnum):
     PRAGMA = "pragma"
     FUNCTION = "function"
     STATEMENT = "statement"
+    # PostgreSQL (safedb.sql.postgres_classifier)
+    SCHEMA = "schema"
+    SEQUENCE = "sequence"
+    MATERIALIZED_VIEW = "materialized view"
+    ROLE = "role"
+    SETTING = "setting"
+    EXTENSION = "extension"
+    PROCEDURE = "procedure"
+    TYPE = "type"
+    CHANNEL = "channel"
+    LARGE_OBJECT = "large object"
+    ADVISORY_LOCK = "advisory lock"
 
 
 @dataclass(frozen=True, order=True)

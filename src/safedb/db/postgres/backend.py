@@ -1,0 +1,189 @@
+"""`PostgresDatabase`: the `Database` protocol over PostgreSQL with psycopg 3 (async) and two pools.
+
+- classify: PostgreSQL's own parser (pglast) walks the statement; the functions, operators and views it
+  names are looked up in one catalog query on a read-only connection (`pg_proc.provolatile`).
+- read: a `READ ONLY` transaction on the reader pool with `statement_timeout`, rows through a server-side
+  cursor fetched in batches until the row and byte caps.
+- write: an approved statement on the writer pool, in a transaction that rolls back on error (or on its
+  own, for statements PostgreSQL runs only outside a transaction block), with `statement_timeout`.
+- preview: a dry run rolled back, or object sizes (`safedb.db.postgres.impact`).
+
+Statements are always sent with the extended query protocol (a server-side cursor, or pipeline mode),
+which carries exactly one statement: a second one is a server-side error, never a second statement.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import anyio
+
+from safedb.db.backend import Impact, QueryLimits, ResultSet, TableDescription, TableInfo, WriteOutcome
+from safedb.db.postgres import catalog
+from safedb.db.postgres.connections import (
+    CLIENT_GRACE_SECONDS,
+    Connection,
+    Pools,
+    describe_dsn,
+    set_statement_timeout,
+    translated_errors,
+)
+from safedb.db.postgres.impact import measure_impact
+from safedb.db.postgres.results import CappedRows, fetch_capped
+from safedb.errors import QueryTimeout
+from safedb.sql.classification import Classification
+from safedb.sql.postgres_classifier import PostgresStatement, analyze_statement
+from safedb.sql.postgres_functions import function_changes
+
+logger = logging.getLogger(__name__)
+
+_CURSOR_NAME = "safedb_read"
+
+
+class PostgresDatabase:
+    """One PostgreSQL database: a pool of read-only connections and a pool of writer connections.
+
+    `reader_dsn` should log in as a role that can only read (see docs/postgres.md); `writer_dsn` as the
+    role approved statements run as. With one DSN for both, every guard still holds except the role's.
+    The pools open on first use, in the event loop that uses them; call `aclose()` in that same loop.
+    """
+
+    def __init__(
+        self,
+        reader_dsn: str,
+        limits: QueryLimits,
+        *,
+        writer_dsn: str | None = None,
+        readers: int = 4,
+        writers: int = 2,
+        label: str | None = None,
+    ) -> None:
+        self.limits = limits
+        self._pools = Pools(reader_dsn, writer_dsn or reader_dsn, readers=readers, writers=writers)
+        self._label = label or f"postgresql {describe_dsn(writer_dsn or reader_dsn)}"
+
+    @property
+    def label(self) -> str:
+        return self._label
+
+    async def classify(self, sql: str) -> Classification:
+        statement = analyze_statement(sql)
+        if not (statement.functions or statement.operators or statement.relations):
+            return statement.classification
+        seconds = self.limits.statement_timeout
+        with _client_deadline(seconds):
+            async with self._pools.reader() as connection, translated_errors(seconds), connection.transaction():
+                await set_statement_timeout(connection, seconds)
+                facts = await catalog.function_facts(
+                    connection, [ref.name for ref in statement.functions], statement.operators, statement.relations
+                )
+        return statement.with_changes(function_changes(statement.functions, facts))
+
+    async def read(self, classification: Classification) -> ResultSet:
+        if not classification.read_only:
+            raise ValueError("read() takes read-only statements only")
+        statement = analyze_statement(classification.statement)
+        if not statement.classification.read_only:
+            raise ValueError("read() takes read-only statements only")
+        seconds = self.limits.statement_timeout
+        with _client_deadline(seconds):
+            async with (
+                self._pools.reader() as connection,
+                translated_errors(seconds, statement_errors_refuse=True),
+                connection.transaction(),
+            ):
+                await set_statement_timeout(connection, seconds)
+                return await self._read_rows(connection, statement)
+
+    async def _read_rows(self, connection: Connection, statement: PostgresStatement) -> ResultSet:
+        if statement.cursor_read:
+            async with connection.cursor(name=_CURSOR_NAME) as server_cursor:
+                await server_cursor.execute(statement.text)
+                columns = [column.name for column in server_cursor.description or ()]
+                return await fetch_capped(server_cursor, columns, self.limits)
+        # SHOW and EXPLAIN: small results, streamed (extended protocol) and read to the end.
+        capped: CappedRows | None = None
+        cursor = connection.cursor()
+        async for raw in cursor.stream(statement.text, size=64):
+            if capped is None:
+                capped = CappedRows([column.name for column in cursor.description or ()], self.limits)
+            capped.add(raw)
+        if capped is None:
+            return ResultSet(
+                columns=tuple(column.name for column in cursor.description or ()), rows=(), truncated=False
+            )
+        return capped.result()
+
+    async def preview(self, classification: Classification) -> Impact:
+        statement = analyze_statement(classification.statement)
+        return await measure_impact(self._pools, statement, classification, self.limits)
+
+    async def write(self, approved: Classification) -> WriteOutcome:
+        statement = analyze_statement(approved.statement)
+        seconds = self.limits.statement_timeout
+        with _client_deadline(seconds):
+            async with self._pools.writer() as connection, translated_errors(seconds):
+                if not statement.in_transaction:
+                    await set_statement_timeout(connection, seconds, local=False)
+                    return await self._run(connection, statement)
+                async with connection.transaction():
+                    await set_statement_timeout(connection, seconds)
+                    return await self._run(connection, statement)
+
+    async def _run(self, connection: Connection, statement: PostgresStatement) -> WriteOutcome:
+        cursor = connection.cursor()
+        async with connection.pipeline():
+            await cursor.execute(statement.text)
+        returned = None
+        if cursor.description:
+            returned = await fetch_capped(cursor, [column.name for column in cursor.description], self.limits)
+        rows = cursor.rowcount if cursor.rowcount >= 0 and _counts_rows(statement) else None
+        return WriteOutcome(rows_affected=rows, returned=returned)
+
+    async def list_tables(self) -> list[TableInfo]:
+        seconds = self.limits.statement_timeout
+        with _client_deadline(seconds):
+            async with self._pools.reader() as connection, translated_errors(seconds), connection.transaction():
+                await set_statement_timeout(connection, seconds)
+                return [TableInfo(r.display_name, r.type) for r in await catalog.relations(connection)]
+
+    async def describe_table(self, name: str) -> TableDescription | None:
+        seconds = self.limits.statement_timeout
+        with _client_deadline(seconds):
+            async with self._pools.reader() as connection, translated_errors(seconds), connection.transaction():
+                await set_statement_timeout(connection, seconds)
+                found = [
+                    r for r in await catalog.relations(connection) if name in (r.display_name, f"{r.schema}.{r.name}")
+                ]
+                if not found:
+                    return None
+                relation = found[0]
+                return TableDescription(
+                    name=relation.display_name,
+                    type=relation.type,
+                    columns=await catalog.columns(connection, relation),
+                    row_count=await catalog.row_count(connection, relation),
+                    sql=await catalog.definition(connection, relation),
+                )
+
+    async def aclose(self) -> None:
+        await self._pools.close()
+
+
+@contextmanager
+def _client_deadline(seconds: float) -> Iterator[None]:
+    """A client-side bound a little past the server's statement timeout, for a server that stops answering."""
+    try:
+        with anyio.fail_after(seconds + CLIENT_GRACE_SECONDS):
+            yield
+    except TimeoutError as exc:
+        raise QueryTimeout(seconds) from exc
+
+
+_ROW_COUNTING = frozenset({"InsertStmt", "UpdateStmt", "DeleteStmt", "MergeStmt", "SelectStmt", "CreateTableAsStmt"})
+
+
+def _counts_rows(statement: PostgresStatement) -> bool:
+    return statement.root in _ROW_COUNTING

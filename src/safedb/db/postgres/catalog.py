@@ -1,0 +1,159 @@
+"""Catalog queries (all with bound parameters): function volatility, tables, columns."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from psycopg import sql
+
+from safedb.db.backend import ColumnInfo
+from safedb.db.postgres.connections import Connection, quoted
+from safedb.sql.postgres_functions import CatalogFunction
+from safedb.sql.postgres_tree import QualifiedName
+
+# Functions by name (for calls and attribute notation), by operator (for user-defined operators), and the
+# functions that user views, their underlying views, and row-security policies depend on (pg_depend).
+_FUNCTIONS_SQL = """
+WITH RECURSIVE
+start AS (
+    SELECT to_regclass(name)::oid AS oid FROM unnest(%(relations)s::text[]) AS name
+    WHERE to_regclass(name) IS NOT NULL
+),
+rels(oid) AS (
+    SELECT oid FROM start
+    UNION
+    SELECT d.refobjid FROM rels
+    JOIN pg_rewrite w ON w.ev_class = rels.oid
+    JOIN pg_depend d ON d.classid = 'pg_rewrite'::regclass AND d.objid = w.oid
+        AND d.refclassid = 'pg_class'::regclass
+),
+user_rels AS (
+    SELECT c.oid, c.relname FROM rels JOIN pg_class c ON c.oid = rels.oid
+    JOIN pg_namespace n ON n.oid = c.relnamespace
+    WHERE n.nspname NOT IN ('pg_catalog', 'information_schema')
+),
+dependencies AS (
+    SELECT r.relname AS via, d.refclassid, d.refobjid FROM user_rels r
+    JOIN pg_rewrite w ON w.ev_class = r.oid
+    JOIN pg_depend d ON d.classid = 'pg_rewrite'::regclass AND d.objid = w.oid
+    UNION
+    SELECT r.relname, d.refclassid, d.refobjid FROM user_rels r
+    JOIN pg_policy p ON p.polrelid = r.oid
+    JOIN pg_depend d ON d.classid = 'pg_policy'::regclass AND d.objid = p.oid
+),
+dependency_functions AS (
+    SELECT via, refobjid AS proc FROM dependencies WHERE refclassid = 'pg_proc'::regclass
+    UNION
+    SELECT via, o.oprcode FROM dependencies JOIN pg_operator o ON o.oid = refobjid
+    WHERE refclassid = 'pg_operator'::regclass
+)
+SELECT n.nspname, p.proname, p.provolatile::text, true, p.pronargs >= 1 AND p.pronargs - p.pronargdefaults <= 1,
+       f.via
+FROM dependency_functions f JOIN pg_proc p ON p.oid = f.proc JOIN pg_namespace n ON n.oid = p.pronamespace
+UNION ALL
+SELECT n.nspname, p.proname, p.provolatile::text, n.nspname = ANY(current_schemas(true)),
+       p.pronargs >= 1 AND p.pronargs - p.pronargdefaults <= 1, NULL
+FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
+WHERE p.proname = ANY(%(functions)s::text[])
+UNION ALL
+SELECT n.nspname, o.oprname, p.provolatile::text, n.nspname = ANY(current_schemas(true)), false, NULL
+FROM pg_operator o JOIN pg_proc p ON p.oid = o.oprcode JOIN pg_namespace n ON n.oid = o.oprnamespace
+WHERE o.oprname = ANY(%(operators)s::text[])
+"""
+
+
+async def function_facts(
+    connection: Connection, functions: Sequence[str], operators: Sequence[str], relations: Sequence[QualifiedName]
+) -> list[CatalogFunction]:
+    """One catalog query, inside the caller's (read-only) transaction."""
+    cursor = await connection.execute(
+        _FUNCTIONS_SQL,
+        {
+            "functions": list(functions),
+            "operators": list(operators),
+            "relations": [relation.quoted() for relation in relations],
+        },
+    )
+    return [
+        CatalogFunction(schema, name, volatility, bool(on_path), bool(one_argument), via)
+        for schema, name, volatility, on_path, one_argument, via in await cursor.fetchall()
+    ]
+
+
+_RELKINDS = {"r": "table", "p": "partitioned table", "v": "view", "m": "materialized view", "f": "foreign table"}
+
+_TABLES_SQL = """
+SELECT n.nspname, c.relname, c.relkind::text, pg_table_is_visible(c.oid)
+FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+WHERE c.relkind IN ('r', 'p', 'v', 'm', 'f')
+  AND n.nspname NOT IN ('pg_catalog', 'information_schema') AND n.nspname NOT LIKE 'pg\\_toast%'
+  AND n.nspname NOT LIKE 'pg\\_temp\\_%' AND NOT c.relispartition
+ORDER BY 4 DESC, 1, 2
+"""
+
+
+@dataclass(frozen=True)
+class Relation:
+    schema: str
+    name: str
+    kind: str
+    visible: bool
+
+    @property
+    def display_name(self) -> str:
+        """The bare name when the search path finds it, else `schema.name`."""
+        return self.name if self.visible else f"{self.schema}.{self.name}"
+
+    @property
+    def type(self) -> str:
+        return _RELKINDS.get(self.kind, "table")
+
+    def identifier(self) -> sql.Composed:
+        return quoted(self.schema, self.name)
+
+
+async def relations(connection: Connection) -> list[Relation]:
+    cursor = await connection.execute(_TABLES_SQL)
+    return [Relation(schema, name, kind, bool(visible)) for schema, name, kind, visible in await cursor.fetchall()]
+
+
+_COLUMNS_SQL = """
+SELECT a.attname, format_type(a.atttypid, a.atttypmod), NOT a.attnotnull, pg_get_expr(d.adbin, d.adrelid),
+       EXISTS (SELECT 1 FROM pg_index i WHERE i.indrelid = a.attrelid AND i.indisprimary AND a.attnum = ANY(i.indkey))
+FROM pg_attribute a LEFT JOIN pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum
+WHERE a.attrelid = %(relation)s::regclass AND a.attnum > 0 AND NOT a.attisdropped
+ORDER BY a.attnum
+"""
+
+_VIEW_SQL = "SELECT pg_get_viewdef(%(relation)s::regclass, true)"
+
+
+async def columns(connection: Connection, relation: Relation) -> tuple[ColumnInfo, ...]:
+    name = relation.identifier().as_string(connection)
+    cursor = await connection.execute(_COLUMNS_SQL, {"relation": name})
+    return tuple(
+        ColumnInfo(name=column, type=kind, nullable=bool(nullable), default=default, primary_key=bool(primary))
+        for column, kind, nullable, default, primary in await cursor.fetchall()
+    )
+
+
+async def definition(connection: Connection, relation: Relation) -> str | None:
+    """`CREATE VIEW ... AS ...` for views and materialized views; None for tables."""
+    if relation.kind not in ("v", "m"):
+        return None
+    cursor = await connection.execute(_VIEW_SQL, {"relation": relation.identifier().as_string(connection)})
+    row = await cursor.fetchone()
+    if row is None or row[0] is None:
+        return None
+    keyword = "VIEW" if relation.kind == "v" else "MATERIALIZED VIEW"
+    return f"CREATE {keyword} {relation.identifier().as_string(connection)} AS\n{str(row[0]).strip()}"
+
+
+async def row_count(connection: Connection, relation: Relation) -> int | None:
+    if relation.kind not in ("r", "p", "m"):
+        return None
+    query = sql.SQL("SELECT count(*) FROM {}").format(relation.identifier())
+    cursor = await connection.execute(query)
+    row = await cursor.fetchone()
+    return int(row[0]) if row else None

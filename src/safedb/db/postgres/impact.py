@@ -1,0 +1,228 @@
+"""The impact preview: rows a data change would affect (a dry run that is rolled back), sizes for DDL.
+
+A dry run is only made when rolling it back undoes everything: plain INSERT/UPDATE/DELETE/MERGE on
+ordinary tables that call no function with effects of its own, fire no user trigger or rule (on the
+target or on any table a foreign key cascades to), and, when column defaults are written, draw no value
+from a sequence (a sequence never rolls back). Otherwise the planner's estimate is shown instead. Every
+query here runs within the preview time limit.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import dataclass
+
+import anyio
+import psycopg
+
+from safedb.db.backend import Impact, QueryLimits
+from safedb.db.postgres.connections import CLIENT_GRACE_SECONDS, Connection, Pools, set_statement_timeout
+from safedb.sql.classification import ChangeKind, Classification, DatabaseObject, ObjectType
+from safedb.sql.postgres_classifier import PostgresStatement
+
+logger = logging.getLogger(__name__)
+
+_DRY_RUN_KINDS = frozenset(
+    {ChangeKind.INSERT, ChangeKind.UPDATE, ChangeKind.DELETE, ChangeKind.UPSERT, ChangeKind.MERGE}
+)
+_MEASURED_KINDS = frozenset(
+    {ChangeKind.DROP, ChangeKind.TRUNCATE, ChangeKind.ALTER, ChangeKind.RENAME, ChangeKind.CLUSTER,
+     ChangeKind.VACUUM, ChangeKind.REINDEX, ChangeKind.LOCK, ChangeKind.REFRESH, ChangeKind.ANALYZE}
+)  # fmt: skip
+_RELATION_TYPES = frozenset({ObjectType.TABLE, ObjectType.MATERIALIZED_VIEW, ObjectType.INDEX})
+
+_OBSTACLES_SQL = """
+WITH RECURSIVE
+targets AS (
+    SELECT to_regclass(name)::oid AS oid FROM unnest(%(targets)s::text[]) AS name WHERE to_regclass(name) IS NOT NULL
+),
+closure(oid) AS (
+    SELECT oid FROM targets
+    UNION
+    SELECT linked.oid FROM closure, LATERAL (
+        SELECT con.conrelid AS oid FROM pg_constraint con WHERE con.confrelid = closure.oid AND con.contype = 'f'
+        UNION ALL
+        SELECT i.inhrelid FROM pg_inherits i WHERE i.inhparent = closure.oid
+    ) AS linked
+)
+SELECT c.oid::regclass::text, c.relkind::text, c.oid IN (SELECT oid FROM targets),
+       EXISTS (SELECT 1 FROM pg_trigger t WHERE t.tgrelid = c.oid AND NOT t.tgisinternal),
+       c.relhasrules,
+       EXISTS (SELECT 1 FROM pg_attribute a LEFT JOIN pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum
+               WHERE a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped
+                 AND (a.attidentity <> '' OR pg_get_expr(d.adbin, d.adrelid) ~ 'nextval\\('))
+FROM closure JOIN pg_class c ON c.oid = closure.oid
+"""
+
+_SIZE_SQL = """
+SELECT c.relkind::text, pg_total_relation_size(c.oid), c.reltuples::bigint FROM pg_class c
+WHERE c.oid = to_regclass(%(name)s)
+"""
+_SCHEMA_SQL = """
+SELECT count(*), coalesce(sum(pg_total_relation_size(c.oid)), 0) FROM pg_class c
+JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = %(name)s AND c.relkind IN ('r', 'p', 'm')
+"""
+_DATABASE_SQL = "SELECT pg_database_size(d.oid) FROM pg_database d WHERE d.datname = %(name)s"
+
+
+@dataclass(frozen=True)
+class _Obstacle:
+    relation: str
+    reason: str
+
+
+async def measure_impact(
+    pools: Pools, statement: PostgresStatement, classification: Classification, limits: QueryLimits
+) -> Impact:
+    """Measure without keeping anything; a preview that cannot finish says why instead of raising."""
+    seconds = limits.preview_timeout
+    try:
+        with anyio.fail_after(seconds + CLIENT_GRACE_SECONDS):
+            if classification.kinds and set(classification.kinds) <= _DRY_RUN_KINDS:
+                return await _data_impact(pools, statement, classification, seconds)
+            return Impact(lines=tuple(await _object_lines(pools, classification, seconds)))
+    except TimeoutError:
+        return Impact(lines=(f"Impact preview: not finished within the {seconds:g} s time limit.",))
+    except psycopg.Error as exc:
+        reason = exc.diag.message_primary or type(exc).__name__
+        return Impact(lines=(f"Impact preview: the dry run did not finish (PostgreSQL reported: {reason}).",))
+
+
+def _quoted_targets(classification: Classification) -> list[str]:
+    return [_quoted(target) for target in classification.touched if target.type is ObjectType.TABLE]
+
+
+def _quoted(target: DatabaseObject) -> str:
+    parts = [part for part in (target.schema, target.name) if part is not None]
+    return ".".join('"' + part.replace('"', '""') + '"' for part in parts)
+
+
+async def _obstacles(
+    pools: Pools, classification: Classification, uses_default: bool, seconds: float
+) -> list[_Obstacle]:
+    found: list[_Obstacle] = []
+    async with pools.reader() as connection, connection.transaction():
+        await set_statement_timeout(connection, seconds)
+        cursor = await connection.execute(_OBSTACLES_SQL, {"targets": _quoted_targets(classification)})
+        for name, kind, is_target, triggers, rules, sequences in await cursor.fetchall():
+            if is_target and kind not in ("r", "p"):
+                found.append(_Obstacle(name, "it is not an ordinary table"))
+            if triggers:
+                found.append(_Obstacle(name, "it has triggers"))
+            if rules:
+                found.append(_Obstacle(name, "it has rules"))
+            if is_target and sequences and uses_default:
+                found.append(_Obstacle(name, "a column default draws from a sequence, which a rollback does not undo"))
+    return found
+
+
+async def _data_impact(
+    pools: Pools, statement: PostgresStatement, classification: Classification, seconds: float
+) -> Impact:
+    verbs = ", ".join(str(kind) for kind in classification.kinds)
+    obstacles = await _obstacles(pools, classification, statement.uses_default, seconds)
+    if obstacles:
+        reasons = "; ".join(f"{o.relation}: {o.reason}" for o in obstacles)
+        estimate = await _planner_estimate(pools, statement, seconds)
+        about = f"about {_rows(estimate)}" if estimate is not None else "an unknown number of rows"
+        line = (
+            f"Impact preview: {about} would be affected ({verbs}), by the planner's estimate; no dry run ({reasons})."
+        )
+        return Impact(lines=(line,))
+    async with pools.writer() as connection, connection.transaction(force_rollback=True):
+        await set_statement_timeout(connection, seconds)
+        cursor = connection.cursor()
+        async with connection.pipeline():
+            await cursor.execute(statement.text)
+        rows = max(cursor.rowcount, 0)
+    line = f"{_rows(rows)} would be affected ({verbs}), measured by a dry run that was rolled back."
+    return Impact(lines=(line,), rows_affected=rows)
+
+
+async def _planner_estimate(pools: Pools, statement: PostgresStatement, seconds: float) -> int | None:
+    """EXPLAIN (no ANALYZE: nothing runs) in a read-only transaction on the writer, which may plan the change."""
+    async with pools.writer() as connection, connection.transaction(force_rollback=True):
+        await connection.execute("SET TRANSACTION READ ONLY")
+        await set_statement_timeout(connection, seconds)
+        cursor = connection.cursor()
+        async with connection.pipeline():
+            await cursor.execute("EXPLAIN (FORMAT JSON) " + statement.text)
+        row = await cursor.fetchone()
+    return _plan_rows(row[0] if row else None)
+
+
+def _plan_rows(document: object) -> int | None:
+    plans = json.loads(document) if isinstance(document, str) else document
+    if not isinstance(plans, list) or not plans or not isinstance(plans[0], dict):
+        return None
+    plan = plans[0].get("Plan", {})
+    if plan.get("Node Type") == "ModifyTable" and plan.get("Plans"):
+        plan = plan["Plans"][0]
+    rows = plan.get("Plan Rows")
+    return int(rows) if isinstance(rows, int | float) else None
+
+
+async def _object_lines(pools: Pools, classification: Classification, seconds: float) -> list[str]:
+    changes = [c for c in classification.changes if c.kind in _MEASURED_KINDS]
+    if not changes:
+        return []
+    lines = []
+    async with pools.reader() as connection, connection.transaction():
+        await set_statement_timeout(connection, seconds)
+        for change in changes:
+            line = await _object_line(connection, change.kind, change.target)
+            if line:
+                lines.append(line)
+    return lines
+
+
+async def _object_line(connection: Connection, kind: ChangeKind, target: DatabaseObject) -> str | None:
+    verb = str(kind).upper()
+    if target.type in _RELATION_TYPES:
+        cursor = await connection.execute(_SIZE_SQL, {"name": _quoted(target)})
+        row = await cursor.fetchone()
+        if row is None:
+            return None
+        relkind, size, estimate = row
+        count = await _exact_count(connection, target) if relkind in ("r", "p", "m") else None
+        rows = _rows(count) if count is not None else f"about {_rows(max(int(estimate), 0))}"
+        held = f"{rows}, {_bytes(int(size))}" if relkind in ("r", "p", "m") else _bytes(int(size))
+        if kind in (ChangeKind.DROP, ChangeKind.TRUNCATE):
+            return f"{verb} {target}: {held} will be lost."
+        return f"{verb} {target}: it holds {held}."
+    if target.type is ObjectType.SCHEMA and kind is ChangeKind.DROP:
+        cursor = await connection.execute(_SCHEMA_SQL, {"name": target.name})
+        row = await cursor.fetchone()
+        if row is not None:
+            return f"DROP {target}: it holds {row[0]} tables and materialized views, {_bytes(int(row[1]))}."
+    if target.type is ObjectType.DATABASE and kind is ChangeKind.DROP:
+        cursor = await connection.execute(_DATABASE_SQL, {"name": target.name})
+        row = await cursor.fetchone()
+        if row is not None:
+            return f"DROP {target}: {_bytes(int(row[0]))} will be lost."
+    return None
+
+
+async def _exact_count(connection: Connection, target: DatabaseObject) -> int | None:
+    """count(*) inside a savepoint, so a table too big to count in time falls back to the estimate."""
+    try:
+        async with connection.transaction():
+            cursor = await connection.execute(f"SELECT count(*) FROM {_quoted(target)}")
+            row = await cursor.fetchone()
+    except psycopg.errors.QueryCanceled:
+        return None
+    return int(row[0]) if row else None
+
+
+def _rows(count: int) -> str:
+    return f"{count:,} row" + ("" if count == 1 else "s")
+
+
+def _bytes(size: int) -> str:
+    value = float(size)
+    for unit in ("bytes", "kB", "MB", "GB", "TB"):
+        if value < 1024 or unit == "TB":
+            return f"{int(value)} bytes" if unit == "bytes" else f"{value:.1f} {unit}"
+        value /= 1024
+    return f"{size} bytes"

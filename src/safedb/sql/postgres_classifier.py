@@ -1,0 +1,240 @@
+"""Classify one PostgreSQL statement with PostgreSQL's own parser (pglast, libpg_query). Pure: no connection.
+
+The whole tree is walked: CTEs, subqueries, FROM-clause functions, attribute notation (`(x).f` is a call
+of `f(x)`), `SELECT ... INTO`, row locks. What the tree alone cannot tell (is this function free of side
+effects? does this view call one?) is returned as references for the backend to resolve in the catalog
+(`safedb.sql.postgres_functions.function_changes`). Anything unparsable, unknown or mixed is not read-only.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from pglast import ast, parse_sql
+from pglast.enums import OnConflictAction
+from pglast.parser import ParseError
+
+from safedb.errors import DeniedByPolicy, EmptyStatement, InvalidStatement, MultipleStatements
+from safedb.sql.classification import Change, ChangeKind, Classification, DatabaseObject, ObjectType
+from safedb.sql.postgres_functions import FunctionRef
+from safedb.sql.postgres_tree import QualifiedName, option_enabled, string_constant, strings, walk
+from safedb.sql.postgres_utility import runs_outside_transaction, utility_changes
+
+# Statements whose expressions are evaluated when they run (function calls in them execute).
+_EXECUTING = (ast.SelectStmt, ast.InsertStmt, ast.UpdateStmt, ast.DeleteStmt, ast.MergeStmt, ast.CreateTableAsStmt)
+_DML = (ast.InsertStmt, ast.UpdateStmt, ast.DeleteStmt, ast.MergeStmt)
+_SYSTEM_OPERATOR_SCHEMA = "pg_catalog"
+
+
+@dataclass(frozen=True)
+class PostgresStatement:
+    """One statement as the parser sees it, plus what the backend must still look up."""
+
+    classification: Classification
+    """Changes the tree alone shows; the backend adds those of functions and views."""
+    text: str
+    """The statement itself, without surrounding semicolons: what is sent to the server."""
+    root: str
+    functions: tuple[FunctionRef, ...] = ()
+    operators: tuple[str, ...] = ()
+    relations: tuple[QualifiedName, ...] = ()
+    in_transaction: bool = True
+    """False for statements PostgreSQL runs only outside a transaction block (VACUUM, CREATE DATABASE...)."""
+    cursor_read: bool = False
+    """A SELECT or VALUES that can be read through a server-side cursor."""
+    uses_default: bool = False
+    """The statement writes column defaults (INSERT, or `DEFAULT` in UPDATE/MERGE)."""
+
+    def with_changes(self, extra: list[Change]) -> Classification:
+        changes = tuple(dict.fromkeys((*self.classification.changes, *extra)))
+        return replace(self.classification, changes=changes)
+
+
+def parse_one(sql: str) -> tuple[ast.RawStmt, str]:
+    """The single statement in `sql` and its text. Raises EmptyStatement, MultipleStatements, InvalidStatement."""
+    try:
+        statements = parse_sql(sql)
+    except ParseError as exc:
+        raise InvalidStatement(f"PostgreSQL cannot parse this statement: {exc}") from exc
+    except ValueError as exc:  # e.g. a NUL character
+        raise InvalidStatement(f"PostgreSQL cannot parse this statement: {exc}") from exc
+    if not statements:
+        raise EmptyStatement
+    if len(statements) > 1:
+        raise MultipleStatements
+    raw = statements[0]
+    encoded = sql.encode("utf-8")
+    start = raw.stmt_location or 0
+    end = start + raw.stmt_len if raw.stmt_len else len(encoded)
+    return raw, encoded[start:end].decode("utf-8").strip()
+
+
+def analyze_statement(sql: str) -> PostgresStatement:
+    """Classify `sql`, which must hold exactly one statement.
+
+    Raises:
+        EmptyStatement, MultipleStatements, InvalidStatement, TransactionControl, DeniedByPolicy.
+    """
+    raw, text = parse_one(sql)
+    node = raw.stmt
+    if node is None:
+        raise EmptyStatement
+    root = type(node).__name__
+    if isinstance(node, ast.VariableShowStmt):
+        return PostgresStatement(Classification(statement=sql), text, root)
+    if isinstance(node, ast.ExplainStmt):
+        return _explain(sql, text, node)
+    if isinstance(node, ast.CopyStmt):
+        _refuse_copy(node)
+    if isinstance(node, _EXECUTING):
+        return _executing(sql, text, node)
+    changes = utility_changes(node)
+    functions: tuple[FunctionRef, ...] = ()
+    if isinstance(node, ast.CallStmt):
+        # The procedure itself is the CALL change; functions in its arguments are judged like any other.
+        arguments = node.funccall.args if node.funccall is not None else None
+        functions = tuple(ref for arg in arguments or () for ref in _references(arg).functions)
+        changes = [Change(ChangeKind.CALL, _procedure(node), None, None)]
+    return PostgresStatement(
+        Classification(statement=sql, changes=tuple(dict.fromkeys(changes))),
+        text,
+        root,
+        functions=functions,
+        in_transaction=not runs_outside_transaction(node),
+    )
+
+
+def _procedure(node: ast.CallStmt) -> DatabaseObject:
+    name = QualifiedName.from_list(node.funccall.funcname if node.funccall is not None else None)
+    return DatabaseObject(ObjectType.PROCEDURE, name.name, name.schema)
+
+
+def _explain(sql: str, text: str, node: ast.ExplainStmt) -> PostgresStatement:
+    """EXPLAIN only plans; EXPLAIN ANALYZE runs the statement, so it is what the statement is."""
+    if not option_enabled(node.options, "analyze"):
+        return PostgresStatement(Classification(statement=sql), text, "ExplainStmt")
+    inner = node.query
+    if inner is None:
+        raise InvalidStatement("EXPLAIN needs a statement to explain.")
+    if not isinstance(inner, _EXECUTING):
+        # EXECUTE, DECLARE and the like: refused on their own.
+        utility_changes(inner)
+        raise InvalidStatement(f"EXPLAIN ANALYZE of {type(inner).__name__} is not supported.")
+    analysis = _executing(sql, text, inner)
+    return replace(analysis, root="ExplainStmt", cursor_read=False)
+
+
+def _refuse_copy(node: ast.CopyStmt) -> None:
+    if node.is_program:
+        raise DeniedByPolicy("COPY ... PROGRAM runs a shell command on the database server; it is never allowed.")
+    if node.filename is not None:
+        raise DeniedByPolicy(
+            f"COPY {'FROM' if node.is_from else 'TO'} a file reads or writes files on the database server, which "
+            "SafeDB does not allow. Nothing was run."
+        )
+    raise DeniedByPolicy(
+        f"COPY {'FROM STDIN' if node.is_from else 'TO STDOUT'} needs a data channel that an MCP tool call does "
+        f"not have. Nothing was run; use {'INSERT' if node.is_from else 'SELECT'} instead."
+    )
+
+
+@dataclass
+class _References:
+    functions: list[FunctionRef]
+    operators: list[str]
+    relations: list[QualifiedName]
+    changes: list[Change]
+    uses_default: bool = False
+
+
+def _references(root: ast.Node) -> _References:
+    """Everything under `root` that runs or writes: nested data changes, function calls, operators, relations."""
+    found = _References([], [], [], [])
+    for node in walk(root):
+        if isinstance(node, ast.FuncCall):
+            name = QualifiedName.from_list(node.funcname)
+            argument = string_constant(node.args[0]) if node.args else None
+            found.functions.append(FunctionRef(name.name, name.schema, argument=argument))
+        elif isinstance(node, ast.ColumnRef):
+            fields = strings(node.fields)
+            if len(fields) >= 2 and len(fields) == len(node.fields or ()):
+                found.functions.append(FunctionRef(fields[-1], attribute=True))
+        elif isinstance(node, ast.A_Indirection):
+            for part in node.indirection or ():
+                if isinstance(part, ast.String) and part.sval:
+                    found.functions.append(FunctionRef(part.sval, attribute=True))
+        elif isinstance(node, ast.A_Expr) and node.name:
+            operator = QualifiedName.from_list(node.name)
+            if operator.schema != _SYSTEM_OPERATOR_SCHEMA:
+                found.operators.append(operator.name)
+        elif isinstance(node, ast.RangeVar):
+            found.relations.append(QualifiedName.from_range_var(node))
+        elif isinstance(node, ast.SetToDefault):
+            found.uses_default = True
+        found.changes.extend(_node_changes(node))
+    return found
+
+
+def _node_changes(node: ast.Node) -> list[Change]:
+    if isinstance(node, ast.InsertStmt):
+        kind = ChangeKind.INSERT
+        conflict = node.onConflictClause
+        if conflict is not None and conflict.action == OnConflictAction.ONCONFLICT_UPDATE:
+            kind = ChangeKind.UPSERT
+        return [Change(kind, _table(node.relation))]
+    if isinstance(node, ast.UpdateStmt):
+        return [Change(ChangeKind.UPDATE, _table(node.relation))]
+    if isinstance(node, ast.DeleteStmt):
+        return [Change(ChangeKind.DELETE, _table(node.relation))]
+    if isinstance(node, ast.MergeStmt):
+        return [Change(ChangeKind.MERGE, _table(node.relation))]
+    if isinstance(node, ast.SelectStmt):
+        changes = []
+        if node.intoClause is not None:
+            into = node.intoClause.rel
+            changes.append(Change(ChangeKind.CREATE, _table(into), None, "SELECT ... INTO"))
+        if node.lockingClause:
+            for table in _locked_tables(node):
+                changes.append(Change(ChangeKind.LOCK, table, None, "row locks (SELECT ... FOR UPDATE/SHARE)"))
+        return changes
+    if isinstance(node, ast.CreateTableAsStmt):
+        into = node.into.rel if node.into is not None else None
+        created = ObjectType.MATERIALIZED_VIEW if "MATVIEW" in str(node.objtype) else ObjectType.TABLE
+        name = QualifiedName.from_range_var(into)
+        return [Change(ChangeKind.CREATE, DatabaseObject(created, name.name, name.schema), None, "AS query")]
+    return []
+
+
+def _locked_tables(node: ast.SelectStmt) -> list[DatabaseObject]:
+    named = [
+        _table(relation)
+        for clause in node.lockingClause or ()
+        if isinstance(clause, ast.LockingClause)
+        for relation in clause.lockedRels or ()
+        if isinstance(relation, ast.RangeVar)
+    ]
+    if named:
+        return named
+    tables = [_table(item) for item in node.fromClause or () if isinstance(item, ast.RangeVar)]
+    return tables or [DatabaseObject(ObjectType.STATEMENT, "rows read by the statement")]
+
+
+def _table(relation: ast.RangeVar | None) -> DatabaseObject:
+    name = QualifiedName.from_range_var(relation)
+    return DatabaseObject(ObjectType.TABLE, name.name, name.schema)
+
+
+def _executing(sql: str, text: str, node: ast.Node) -> PostgresStatement:
+    found = _references(node)
+    uses_default = found.uses_default or any(kind is ChangeKind.INSERT for kind in (c.kind for c in found.changes))
+    cursor_read = isinstance(node, ast.SelectStmt) and not found.changes
+    return PostgresStatement(
+        Classification(statement=sql, changes=tuple(dict.fromkeys(found.changes))),
+        text,
+        type(node).__name__,
+        functions=tuple(dict.fromkeys(found.functions)),
+        operators=tuple(dict.fromkeys(found.operators)),
+        relations=tuple(dict.fromkeys(found.relations)),
+        cursor_read=cursor_read,
+        uses_default=uses_default or any(c.kind in (ChangeKind.UPSERT, ChangeKind.MERGE) for c in found.changes),
+    )

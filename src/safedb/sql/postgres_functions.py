@@ -1,0 +1,183 @@
+"""Which PostgreSQL functions a statement may call without asking, decided by name lists and `pg_proc`.
+
+A function call is harmless when PostgreSQL marks every candidate function of that name immutable or
+stable (`pg_proc.provolatile` in `i`, `s`: such functions cannot write through SPI), or when it is a
+built-in (`pg_catalog`) volatile function known to only read or wait (`KNOWN_SAFE_VOLATILE`). Anything
+else asks: volatile functions, and names the catalog does not know. Known side-effecting built-ins are
+named precisely (sequence, lock, function call), and functions that read or write files on the database
+server are refused outright (`FILE_FUNCTIONS`). The catalog lookup itself happens in the backend
+(`safedb.db.postgres.catalog`); this module only judges what it found.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from safedb.errors import DeniedByPolicy
+from safedb.sql.classification import Change, ChangeKind, DatabaseObject, ObjectType
+
+# Built-in functions that read or write files on the database server, or run programs there.
+FILE_FUNCTIONS = frozenset(
+    {
+        "pg_read_file", "pg_read_binary_file", "pg_read_file_old", "pg_stat_file", "pg_ls_dir", "pg_ls_logdir",
+        "pg_ls_waldir", "pg_ls_tmpdir", "pg_ls_archive_statusdir", "pg_ls_logicalmapdir", "pg_ls_logicalsnapdir",
+        "pg_ls_replslotdir", "pg_ls_summariesdir", "lo_import", "lo_export", "pg_file_write", "pg_file_rename",
+        "pg_file_unlink", "pg_file_sync", "pg_logdir_ls", "pg_current_logfile",
+    }
+)  # fmt: skip
+
+# Built-in functions with effects beyond the statement (sessions, server, replication, sequences,
+# large objects, locks, other servers, settings), whatever the catalog says about them.
+SIDE_EFFECT_FUNCTIONS = frozenset(
+    {
+        "pg_terminate_backend", "pg_cancel_backend", "pg_reload_conf", "pg_rotate_logfile", "pg_rotate_logfile_old",
+        "pg_switch_wal", "pg_create_restore_point", "pg_promote", "pg_wal_replay_pause", "pg_wal_replay_resume",
+        "pg_backup_start", "pg_backup_stop", "pg_start_backup", "pg_stop_backup", "pg_log_backend_memory_contexts",
+        "pg_stat_clear_snapshot", "pg_stat_force_next_flush", "pg_export_snapshot", "pg_import_system_collations",
+        "pg_extension_config_dump", "pg_nextoid", "pg_notify", "set_config", "setseed", "nextval", "setval",
+        "query_to_xml", "query_to_xmlschema", "query_to_xml_and_xmlschema", "cursor_to_xml", "cursor_to_xmlschema",
+        "ts_stat", "ts_rewrite", "brin_summarize_new_values", "brin_summarize_range", "brin_desummarize_range",
+        "gin_clean_pending_list", "lowrite", "loread", "txid_current", "pg_current_xact_id",
+        "pg_logical_emit_message", "pg_create_logical_replication_slot", "pg_create_physical_replication_slot",
+        "pg_drop_replication_slot", "pg_copy_logical_replication_slot", "pg_copy_physical_replication_slot",
+        "pg_replication_slot_advance", "pg_sync_replication_slots",
+    }
+)  # fmt: skip
+SIDE_EFFECT_PREFIXES = (
+    "lo_", "dblink", "pg_advisory", "pg_try_advisory", "pg_stat_reset", "pg_replication_origin",
+    "pg_logical_slot_", "binary_upgrade_",
+)  # fmt: skip
+
+SEQUENCE_FUNCTIONS = frozenset({"nextval", "setval"})
+LOCK_PREFIXES = ("pg_advisory", "pg_try_advisory")
+
+# Built-in volatile functions that only read, measure or wait (waits are bounded by the statement timeout).
+KNOWN_SAFE_VOLATILE = frozenset(
+    {
+        "clock_timestamp", "timeofday", "random", "random_normal", "gen_random_uuid", "uuidv4", "uuidv7",
+        "pg_sleep", "pg_sleep_for", "pg_sleep_until", "currval", "lastval", "pg_sequence_last_value",
+        "pg_database_size", "pg_indexes_size", "pg_relation_size", "pg_table_size", "pg_tablespace_size",
+        "pg_total_relation_size", "pg_current_wal_lsn", "pg_current_wal_insert_lsn", "pg_current_wal_flush_lsn",
+        "pg_is_in_recovery", "pg_last_wal_receive_lsn", "pg_last_wal_replay_lsn", "pg_last_xact_replay_timestamp",
+        "pg_blocking_pids", "pg_safe_snapshot_blocking_pids", "pg_lock_status", "pg_jit_available",
+        "pg_notification_queue_usage", "pg_partition_ancestors", "pg_partition_tree", "txid_status",
+        "pg_xact_status", "pg_xact_commit_timestamp", "pg_xact_commit_timestamp_origin", "pg_last_committed_xact",
+        "pg_get_wal_replay_pause_state", "pg_is_wal_replay_paused", "pg_control_checkpoint", "pg_control_init",
+        "pg_control_recovery", "pg_control_system", "pg_collation_actual_version",
+        "pg_database_collation_actual_version", "pg_get_wal_resource_managers", "pg_stat_have_stats",
+        "pg_prepared_xact", "pg_get_multixact_members", "pg_isolation_test_session_is_blocked",
+        "pg_stat_get_xact_blocks_fetched", "pg_stat_get_xact_blocks_hit", "pg_stat_get_xact_function_calls",
+        "pg_stat_get_xact_function_self_time", "pg_stat_get_xact_function_total_time", "pg_stat_get_xact_numscans",
+        "pg_stat_get_xact_tuples_deleted", "pg_stat_get_xact_tuples_fetched", "pg_stat_get_xact_tuples_hot_updated",
+        "pg_stat_get_xact_tuples_inserted", "pg_stat_get_xact_tuples_returned", "pg_stat_get_xact_tuples_updated",
+        "pg_stat_get_recovery_prefetch",
+    }
+)  # fmt: skip
+
+BUILTIN_SCHEMA = "pg_catalog"
+_SAFE_VOLATILITY = frozenset({"i", "s"})
+
+
+@dataclass(frozen=True, order=True)
+class FunctionRef:
+    """A function the statement calls: `name(...)`, `schema.name(...)`, or attribute notation `(x).name`."""
+
+    name: str
+    schema: str | None = None
+    attribute: bool = False
+    """Only a candidate: `a.b` is a column unless a one-argument function `b` exists (attribute notation)."""
+    argument: str | None = None
+    """The first argument when it is a string literal (e.g. the sequence of `nextval('s')`)."""
+
+
+@dataclass(frozen=True)
+class CatalogFunction:
+    """One `pg_proc` row, as the catalog query returns it."""
+
+    schema: str
+    name: str
+    volatility: str
+    on_search_path: bool
+    takes_one_argument: bool
+    via: str | None = None
+    """For a function a referenced view or policy depends on: that relation's name."""
+
+
+def is_side_effecting(name: str) -> bool:
+    return name in SIDE_EFFECT_FUNCTIONS or name.startswith(SIDE_EFFECT_PREFIXES)
+
+
+def check_file_access(name: str) -> None:
+    """Raise DeniedByPolicy for functions that touch files on the database server."""
+    if name in FILE_FUNCTIONS:
+        raise DeniedByPolicy(
+            f"{name}() reads or writes files on the database server, which SafeDB does not allow. Nothing was run."
+        )
+
+
+def known_change(ref: FunctionRef, via: str | None = None) -> Change | None:
+    """The change a call of a known side-effecting built-in makes, by name alone; None for other names."""
+    name = ref.name
+    check_file_access(name)
+    if name in SEQUENCE_FUNCTIONS:
+        target = DatabaseObject(ObjectType.SEQUENCE, ref.argument or "?")
+        return Change(ChangeKind.SEQUENCE, target, via, name)
+    if name.startswith(LOCK_PREFIXES):
+        return Change(ChangeKind.LOCK, DatabaseObject(ObjectType.ADVISORY_LOCK, name), via)
+    if name.startswith("lo_") or name in ("lowrite", "loread"):
+        return Change(ChangeKind.FUNCTION_CALL, DatabaseObject(ObjectType.LARGE_OBJECT, name), via)
+    if is_side_effecting(name):
+        return Change(ChangeKind.FUNCTION_CALL, DatabaseObject(ObjectType.FUNCTION, name), via)
+    return None
+
+
+def _candidates(ref: FunctionRef, catalog: Iterable[CatalogFunction]) -> list[CatalogFunction]:
+    found = []
+    for row in catalog:
+        if row.via is not None or row.name != ref.name:
+            continue
+        if ref.schema is not None and row.schema != ref.schema:
+            continue
+        if ref.schema is None and not row.on_search_path:
+            continue
+        if ref.attribute and not row.takes_one_argument:
+            continue
+        found.append(row)
+    return found
+
+
+def _harmless(row: CatalogFunction) -> bool:
+    return row.volatility in _SAFE_VOLATILITY or (row.schema == BUILTIN_SCHEMA and row.name in KNOWN_SAFE_VOLATILE)
+
+
+def function_changes(refs: Iterable[FunctionRef], catalog: Iterable[CatalogFunction]) -> list[Change]:
+    """Changes for the calls that are not known to be free of side effects.
+
+    `catalog` holds every `pg_proc` row whose name was asked about, plus the functions the referenced
+    views and row-security policies depend on (`via` set). Raises DeniedByPolicy for file access.
+    """
+    rows = list(catalog)
+    changes: list[Change] = []
+    for ref in sorted(set(refs)):
+        candidates = _candidates(ref, rows)
+        if ref.attribute and not candidates:
+            continue  # a plain column reference
+        if (change := known_change(ref)) is not None:
+            changes.append(change)
+        elif not candidates:
+            detail = "not found in the catalog, so SafeDB cannot tell what it does"
+            changes.append(Change(ChangeKind.UNKNOWN, DatabaseObject(ObjectType.FUNCTION, str(ref.name)), None, detail))
+        elif not all(_harmless(row) for row in candidates):
+            target = DatabaseObject(ObjectType.FUNCTION, ref.name, ref.schema)
+            changes.append(Change(ChangeKind.FUNCTION_CALL, target, None, "volatile"))
+    for row in rows:
+        if row.via is None:
+            continue
+        ref = FunctionRef(row.name, row.schema)
+        if (change := known_change(ref, via=row.via)) is not None:
+            changes.append(change)
+        elif not _harmless(row):
+            target = DatabaseObject(ObjectType.FUNCTION, row.name, row.schema)
+            changes.append(Change(ChangeKind.FUNCTION_CALL, target, row.via, "volatile"))
+    return list(dict.fromkeys(changes))

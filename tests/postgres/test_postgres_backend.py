@@ -1,0 +1,207 @@
+"""PostgresDatabase against a real server: the engine's own guards, the two roles, the catalog checks,
+sessions that do not leak, dry runs that leave sequences alone, cancellation."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import anyio
+import psycopg
+import pytest
+
+from safedb.db.backend import QueryLimits
+from safedb.db.open import open_database
+from safedb.db.postgres import PostgresDatabase
+from safedb.db.sqlite import SqliteDatabase
+from safedb.errors import ConfigurationError, DatabaseOpenError, QueryFailed, QueryTimeout
+from safedb.sql.classification import ChangeKind, Classification
+from tests.postgres.conftest import PgDatabase
+from tests.postgres_server import READER, WRITER
+
+pytestmark = pytest.mark.anyio
+
+
+async def test_the_engine_refuses_writes_on_the_read_path_even_when_misclassified(pg: PgDatabase) -> None:
+    """A forged "read-only" classification of a writing function: the READ ONLY transaction stops it."""
+    database = pg.open()
+    try:
+        for sql in ("SELECT bump()", "SELECT nextval('tickets')"):
+            with pytest.raises(QueryFailed, match=r"read-only transaction|permission denied"):
+                await database.read(Classification(statement=sql))
+    finally:
+        await database.aclose()
+    assert pg.rows("SELECT count(*) FROM notes WHERE id = 100") == [(0,)]
+    assert pg.rows("SELECT last_value, is_called FROM tickets") == [(1, False)]
+
+
+async def test_read_path_refuses_a_forged_multi_statement_string(pg: PgDatabase) -> None:
+    database = pg.open()
+    try:
+        with pytest.raises(Exception, match="more than one statement"):
+            await database.read(Classification(statement="SELECT 1; DELETE FROM notes"))
+    finally:
+        await database.aclose()
+    assert pg.rows("SELECT count(*) FROM notes") == [(2,)]
+
+
+async def test_reads_run_as_the_reader_and_writes_as_the_writer(pg: PgDatabase) -> None:
+    database = pg.open()
+    try:
+        read = await database.read(
+            await database.classify("SELECT current_user, current_setting('transaction_read_only')")
+        )
+        written = await database.write(
+            await database.classify("UPDATE notes SET body = current_user WHERE id = 2 RETURNING body")
+        )
+    finally:
+        await database.aclose()
+    assert read.rows == ((READER, "on"),)
+    assert written.returned is not None
+    assert written.returned.rows == ((WRITER,),)
+    assert pg.rows("SELECT body FROM notes WHERE id = 2") == [(WRITER,)]
+    pg.rows("UPDATE notes SET body = 'delete me not' WHERE id = 2")
+
+
+def test_the_reader_role_is_read_only_outside_safedb_too(pg: PgDatabase) -> None:
+    with psycopg.connect(pg.reader_url(), autocommit=True) as connection:
+        assert connection.execute("SHOW default_transaction_read_only").fetchone() == ("on",)
+        with pytest.raises(psycopg.errors.ReadOnlySqlTransaction):
+            connection.execute("CREATE TABLE not_allowed (id int)")
+
+
+@pytest.mark.parametrize(
+    ("sql", "kinds"),
+    [
+        ("SELECT bump()", {ChangeKind.FUNCTION_CALL}),
+        ("SELECT * FROM notes, LATERAL bump() AS b", {ChangeKind.FUNCTION_CALL}),
+        ("SELECT double_it(balance) FROM accounts", set()),
+        ("SELECT (balance).double_it FROM accounts", set()),
+        ("SELECT (body).shout FROM notes", {ChangeKind.FUNCTION_CALL}),
+        ("SELECT n.shout FROM notes n", {ChangeKind.FUNCTION_CALL}),
+        ("SELECT * FROM loud_notes", {ChangeKind.FUNCTION_CALL}),
+        ("SELECT * FROM calm_over_loud", {ChangeKind.FUNCTION_CALL}),
+        ("SELECT * FROM calm_notes", set()),
+        ("SELECT nextval('tickets')", {ChangeKind.SEQUENCE}),
+        ("SELECT currval('tickets') FROM accounts WHERE false", set()),
+        ("SELECT no_such_function(1)", {ChangeKind.UNKNOWN}),
+        ("SELECT pg_terminate_backend(pid) FROM pg_stat_activity", {ChangeKind.FUNCTION_CALL}),
+        ("SELECT pg_advisory_lock(42)", {ChangeKind.LOCK}),
+        ("SELECT random(), now(), clock_timestamp(), pg_total_relation_size('accounts')", set()),
+        ("SELECT * FROM pg_stat_activity", set()),
+        ("SELECT a.owner, a.balance FROM accounts a", set()),
+    ],
+)
+async def test_function_volatility_is_resolved_in_the_catalog(pg: PgDatabase, sql: str, kinds: set[ChangeKind]) -> None:
+    database = pg.open()
+    try:
+        classification = await database.classify(sql)
+    finally:
+        await database.aclose()
+    assert set(classification.kinds) == kinds, classification.changes
+
+
+async def test_approved_statements_outside_a_transaction_block_run(pg: PgDatabase) -> None:
+    database = pg.open()
+    try:
+        outcome = await database.write(await database.classify("VACUUM (ANALYZE) accounts"))
+    finally:
+        await database.aclose()
+    assert outcome.rows_affected is None
+    assert pg.rows(
+        "SELECT vacuum_count > 0 OR autovacuum_count > 0 FROM pg_stat_user_tables WHERE relname = 'accounts'"
+    )
+
+
+async def test_session_state_of_an_approved_statement_does_not_outlive_the_call(pg: PgDatabase) -> None:
+    database = pg.open(QueryLimits())
+    try:
+        await database.write(await database.classify("SELECT pg_advisory_lock(4242)"))
+        await database.write(await database.classify("SELECT set_config('work_mem', '7MB', false)"))
+        locks = pg.rows("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND objid = 4242")
+        follow_up = await database.write(await database.classify("SELECT current_setting('work_mem')"))
+    finally:
+        await database.aclose()
+    assert locks == [(0,)]
+    assert follow_up.returned is not None
+    assert follow_up.returned.rows != (("7MB",),)
+
+
+async def test_preview_never_advances_a_sequence(pg: PgDatabase) -> None:
+    before = pg.rows("SELECT last_value, is_called FROM accounts_id_seq")
+    database = pg.open()
+    try:
+        insert = await database.preview(await database.classify("INSERT INTO accounts (owner) VALUES ('new')"))
+        delete = await database.preview(await database.classify("DELETE FROM accounts WHERE balance > 150"))
+    finally:
+        await database.aclose()
+    assert pg.rows("SELECT last_value, is_called FROM accounts_id_seq") == before
+    assert insert.rows_affected is None
+    assert "planner's estimate" in insert.lines[0]
+    assert "sequence" in insert.lines[0]
+    assert delete.rows_affected == 2
+    assert pg.rows("SELECT count(*) FROM accounts") == [(3,)]
+
+
+async def test_preview_is_bounded_by_its_time_limit(pg: PgDatabase) -> None:
+    database = pg.open(QueryLimits(preview_timeout=0.3))
+    try:
+        with anyio.fail_after(15):
+            impact = await database.preview(
+                await database.classify("DELETE FROM notes WHERE id IN (SELECT 1 FROM pg_sleep(5))")
+            )
+    finally:
+        await database.aclose()
+    assert "did not finish" in impact.lines[0] or "time limit" in impact.lines[0], impact.lines
+    assert pg.rows("SELECT count(*) FROM notes") == [(2,)]
+
+
+_SLEEPING = (
+    "SELECT count(*) FROM pg_stat_activity WHERE query LIKE '%pg_sleep(20)%' AND state = 'active' "
+    "AND pid <> pg_backend_pid()"
+)
+
+
+async def test_cancelling_a_read_frees_the_server(pg: PgDatabase) -> None:
+    database = pg.open(QueryLimits(statement_timeout=30))
+    try:
+        classification = await database.classify("SELECT pg_sleep(20)")
+        assert classification.read_only
+        with anyio.move_on_after(0.5):
+            await database.read(classification)
+        with anyio.fail_after(10):
+            while pg.rows(_SLEEPING) != [(0,)]:
+                await anyio.sleep(0.05)
+        result = await database.read(await database.classify("SELECT 1 AS one"))
+    finally:
+        await database.aclose()
+    assert result.rows == ((1,),)
+
+
+async def test_statement_timeout_applies_to_approved_writes(pg: PgDatabase) -> None:
+    database = pg.open(QueryLimits(statement_timeout=0.3))
+    try:
+        with anyio.fail_after(15), pytest.raises(QueryTimeout):
+            await database.write(await database.classify("UPDATE notes SET body = 'late' FROM pg_sleep(3) AS s"))
+    finally:
+        await database.aclose()
+    assert pg.rows("SELECT count(*) FROM notes WHERE body = 'late'") == [(0,)]
+
+
+async def test_open_database_picks_the_backend(pg: PgDatabase, tmp_path: Path) -> None:
+    postgres = open_database(pg.reader_url(), QueryLimits(), writer_url=pg.writer_url())
+    assert isinstance(postgres, PostgresDatabase)
+    assert "safedb_writer@127.0.0.1" in postgres.label
+    assert pg.server.passwords[WRITER] not in postgres.label
+    await postgres.aclose()
+    path = tmp_path / "x.db"
+    sqlite3.connect(path).close()
+    sqlite = open_database(str(path), QueryLimits())
+    assert isinstance(sqlite, SqliteDatabase)
+    await sqlite.aclose()
+    with pytest.raises(ConfigurationError):
+        open_database(str(path), QueryLimits(), writer_url=pg.writer_url())
+    wrong = pg.reader_url().replace(pg.server.passwords[READER], "wrong-password")
+    with pytest.raises(DatabaseOpenError) as caught:
+        open_database(wrong, QueryLimits())
+    assert "wrong-password" not in str(caught.value)
