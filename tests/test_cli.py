@@ -49,3 +49,10 @@ def test_help(args: list[str]) -> None:
     result = run_safedb(*args)
     assert result.returncode == 0
     assert "Usage: safedb" in result.stdout
+
+
+def test_short_request_state_key(demo_db: Path) -> None:
+    result = run_safedb("serve", "--database", str(demo_db), "--request-state-key", "too-short")
+    assert result.returncode == 2
+    assert "at least 32 bytes" in result.stderr
+    assert "Traceback" not in result.stderr

@@ -23,6 +23,8 @@ from safedb.settings import Settings, Transport, default_data_dir
 
 logger = logging.getLogger("safedb")
 
+MIN_STATE_KEY_BYTES = 32
+
 
 def _configure_logging(level: str) -> None:
     """Logs go to stderr: on stdio, stdout carries only the protocol."""
@@ -82,6 +84,12 @@ def main() -> None:
     help="Directory that ATTACH and VACUUM INTO may use (repeatable). Outside these they are refused.",
 )  # fmt: skip
 @click.option(
+    "--request-state-key", "request_state_keys", multiple=True, envvar="SAFEDB_REQUEST_STATE_KEYS",
+    metavar="SECRET",
+    help="Secret (32+ bytes) sealing 2026-07-28 requestState; repeat to rotate (the first seals). Processes "
+    "sharing the keys and the audit log can finish each other's approval rounds. Default: a per-process key.",
+)  # fmt: skip
+@click.option(
     "--audit-db", type=click.Path(dir_okay=False, path_type=Path), envvar="SAFEDB_AUDIT_DB",
     help="The audit log file (created if missing). Default: audit.db in the data directory.",
 )  # fmt: skip
@@ -104,6 +112,7 @@ def serve(
     statement_timeout: float,
     approval_timeout: float,
     allowed_paths: tuple[Path, ...],
+    request_state_keys: tuple[str, ...],
     audit_db: Path | None,
     data_dir: Path | None,
     log_level: str,
@@ -114,6 +123,10 @@ def serve(
     first, through MCP elicitation.
     """
     _configure_logging(log_level)
+    if any(len(key.encode()) < MIN_STATE_KEY_BYTES for key in request_state_keys):
+        raise click.BadParameter(
+            f"each key must be at least {MIN_STATE_KEY_BYTES} bytes", param_hint="--request-state-key"
+        )
     settings = Settings(
         database=database,
         writer_database=writer_database,
@@ -125,6 +138,7 @@ def serve(
         allowed_paths=tuple(path.resolve() for path in allowed_paths),
         approval_timeout=approval_timeout,
         audit_db=audit_db,
+        request_state_keys=request_state_keys,
     )
     try:
         target = settings.database or str(ensure_demo_database(settings.data_dir))

@@ -42,6 +42,9 @@ class Settings:
     """Seconds a question waits for a person; unanswered by then, it counts as cancelled."""
     progress_interval: float = 10.0
     """Seconds between progress notifications while a person decides (handshake era)."""
+    request_state_keys: tuple[str, ...] = ()
+    """Secrets (32+ bytes each) that seal 2026-07-28 requestState; the first seals, all unseal. Processes
+    that share them and the audit log can finish each other's approval rounds. Empty: a per-process key."""
     audit_db: Path | None = None
     """The audit log file; None keeps it in `data_dir`."""
     allowed_paths: tuple[Path, ...] = ()

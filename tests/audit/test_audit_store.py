@@ -173,3 +173,18 @@ def test_records_round_trip_through_their_content(audit_path: Path) -> None:
     (record,) = fill(audit_path, 1)
     assert AuditRecord.from_content(record.content(), record.hash) == record
     assert list(record.to_dict()) == [*record.content(), "hash"]
+
+
+def test_an_answer_is_recorded_once_per_question(audit_path: Path) -> None:
+    with SqliteAuditStore.open(audit_path) as store:
+        asked = store.append(event(AuditDecision.REQUESTED, 7))
+        first = store.append(event(AuditDecision.ACCEPTED, 7), first_answer=True)
+        again = store.append(event(AuditDecision.DECLINED, 7), first_answer=True)
+        other = store.append(event(AuditDecision.DECLINED, 8), first_answer=True)
+        decisions = [(r.request_id, str(r.decision)) for r in store.records(AuditQuery())]
+    assert first is not None
+    assert again is None
+    assert other is not None
+    assert decisions == [
+        (asked.request_id, "requested"), (first.request_id, "accepted"), (other.request_id, "declined"),
+    ]  # fmt: skip

@@ -1,10 +1,10 @@
-"""Binding an approval to exactly one statement and one classification, once, for a limited time."""
+"""Binding an approval to exactly one statement and one classification, for a limited time (the audit log
+makes it count once)."""
 
 from __future__ import annotations
 
 import hashlib
 import json
-import threading
 import time
 import uuid
 from dataclasses import asdict, dataclass
@@ -65,21 +65,3 @@ class ApprovalTicket:
 
 def changes_digest(classification: Classification) -> str:
     return digest("\n".join(sorted(str(change) for change in classification.changes)))
-
-
-class UsedTickets:
-    """Tickets whose answer has been acted on: an answer counts once (in-process record)."""
-
-    def __init__(self) -> None:
-        self._used: dict[str, float] = {}
-        self._lock = threading.Lock()
-
-    def consume(self, ticket: ApprovalTicket) -> bool:
-        """Mark the ticket used; False when it already was."""
-        now = time.time()
-        with self._lock:
-            self._used = {key: expiry for key, expiry in self._used.items() if expiry > now}
-            if ticket.id in self._used:
-                return False
-            self._used[ticket.id] = ticket.expires
-            return True

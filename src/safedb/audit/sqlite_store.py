@@ -16,7 +16,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, suppress
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, overload
 
 import anyio.to_thread
 
@@ -36,6 +36,8 @@ _MOVE_HEAD = (
     "ON CONFLICT (id) DO UPDATE SET seq = excluded.seq, hash = excluded.hash"
 )
 
+
+_ANSWERED = "SELECT 1 FROM audit_log WHERE request_id = ? AND decision != 'requested' LIMIT 1"
 
 AUDIT_FILE_NAME = "audit.db"
 
@@ -85,24 +87,45 @@ class SqliteAuditStore:
         """Append `event` in a worker thread, so the event loop never waits on the file lock."""
         return await anyio.to_thread.run_sync(self.append, event)
 
+    async def record_answer(self, event: AuditEvent) -> AuditRecord | None:
+        """Append the answer to a question, unless that question (`event.request_id`) already has one.
+
+        The check and the append happen under one write lock, so an answer is acted on once even when
+        several server processes share this log: None means it was already answered (a replay).
+        """
+        return await anyio.to_thread.run_sync(self.append, event, True)
+
     async def query(self, query: AuditQuery) -> Sequence[AuditRecord]:
         return await anyio.to_thread.run_sync(lambda: list(self.records(query)))
 
-    def append(self, event: AuditEvent) -> AuditRecord:
-        """Append `event` as the next record and return it. AuditWriteFailed when it cannot be written."""
+    @overload
+    def append(self, event: AuditEvent, first_answer: Literal[False] = False) -> AuditRecord: ...
+
+    @overload
+    def append(self, event: AuditEvent, first_answer: bool) -> AuditRecord | None: ...
+
+    def append(self, event: AuditEvent, first_answer: bool = False) -> AuditRecord | None:
+        """Append `event` as the next record and return it. AuditWriteFailed when it cannot be written.
+
+        With `first_answer`, nothing is appended (None is returned) when the event's request already has
+        a record other than `requested`.
+        """
         with self._lock:
             writer = self._writer
             if writer is None:
                 raise AuditWriteFailed(f"The audit log {self.path} is not open for writing.")
             try:
-                return self._append(writer, event)
+                return self._append(writer, event, first_answer)
             except sqlite3.Error as exc:
                 logger.error("Cannot append to the audit log %s: %s", self.path, exc)
                 raise AuditWriteFailed(f"The audit log could not be written ({exc}).") from exc
 
-    def _append(self, writer: sqlite3.Connection, event: AuditEvent) -> AuditRecord:
+    def _append(self, writer: sqlite3.Connection, event: AuditEvent, first_answer: bool) -> AuditRecord | None:
         writer.execute("BEGIN IMMEDIATE")
         try:
+            if first_answer and writer.execute(_ANSWERED, (event.request_id,)).fetchone() is not None:
+                writer.execute("ROLLBACK")
+                return None
             last = writer.execute("SELECT seq, hash FROM audit_log ORDER BY seq DESC LIMIT 1").fetchone()
             head = writer.execute("SELECT seq, hash FROM audit_head WHERE id = 1").fetchone()
             last_seq, last_hash = last if last is not None else (0, GENESIS_HASH)

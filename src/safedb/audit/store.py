@@ -60,6 +60,10 @@ class AuditStore(Protocol):
         """Append one event (off the event loop) and return it as stored."""
         ...
 
+    async def record_answer(self, event: AuditEvent) -> AuditRecord | None:
+        """Append an answer unless the question already has one (then None: the answer is a replay)."""
+        ...
+
     async def query(self, query: AuditQuery) -> Sequence[AuditRecord]:
         """The records matching `query`, oldest first."""
         ...

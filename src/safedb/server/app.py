@@ -7,10 +7,10 @@ import socket
 
 import uvicorn
 from mcp.server.mcpserver import MCPServer
+from mcp.server.request_state import RequestStateSecurity
 from mcp_types import ToolAnnotations
 
 from safedb import __version__
-from safedb.approval.binding import UsedTickets
 from safedb.approval.verification import ApprovalRules
 from safedb.audit import AuditStore
 from safedb.db.backend import Database
@@ -26,17 +26,30 @@ schema, and execute_query to run one SQL statement per call. Read-only statement
 change anything pause and ask the user for approval; if the user declines, nothing changes. Do not retry a \
 declined statement unless the user asks."""
 
+_LATE_ANSWER_GRACE = 300.0
+
 _READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
 _MAY_CHANGE = ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=False, open_world_hint=False)
 
 
 def build_server(settings: Settings, database: Database, audit: AuditStore) -> MCPServer:
     """The MCP server for one database; every decision about a change is recorded in `audit`."""
-    server: MCPServer = MCPServer(name="SafeDB", instructions=INSTRUCTIONS, version=__version__)
+    # requestState is sealed with the configured keys, so that processes sharing them (and the audit log)
+    # can finish each other's rounds; without keys, a key of this process's own. It outlives the approval
+    # timeout a little, so that a late answer reaches SafeDB and is recorded as timed out.
+    ttl = settings.approval_timeout + _LATE_ANSWER_GRACE
+    security = (
+        RequestStateSecurity(keys=list(settings.request_state_keys), ttl=ttl)
+        if settings.request_state_keys
+        else RequestStateSecurity.ephemeral(ttl=ttl)
+    )
+    server: MCPServer = MCPServer(
+        name="SafeDB", instructions=INSTRUCTIONS, version=__version__, request_state_security=security
+    )
     tools = SafeDBTools(
         database,
         audit,
-        ApprovalChannel(UsedTickets(), settings.approval_timeout, settings.progress_interval),
+        ApprovalChannel(settings.approval_timeout, settings.progress_interval),
         DenyList(allowed_paths=settings.allowed_paths),
         ApprovalRules(min_production_justification=settings.min_production_justification),
         settings.text_rows,

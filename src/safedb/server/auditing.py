@@ -8,6 +8,7 @@ from typing import Any
 from mcp.server.mcpserver import Context
 
 from safedb.audit import AuditDecision, AuditEvent, AuditStore
+from safedb.errors import ApprovalReused
 from safedb.sql.classification import Classification
 
 
@@ -23,7 +24,7 @@ class CallAudit:
     """Writes the audit records of one `execute_query` call, all linked by one request id.
 
     Recording is part of the decision: when a record cannot be written the store raises and the
-    statement does not run.
+    statement does not run. The log also makes each answer count once (see `record_answer`).
     """
 
     def __init__(self, store: AuditStore, target: str, caller: str, sql: str) -> None:
@@ -43,10 +44,22 @@ class CallAudit:
         await self.record(AuditDecision.REQUESTED)
 
     async def record(self, decision: AuditDecision, **fields: Any) -> None:
+        await self._store.record(self._event(decision, fields))
+
+    async def record_answer(self, decision: AuditDecision, **fields: Any) -> None:
+        """Record the answer to the question; an answer the log already holds is a replay and is refused.
+
+        Raises:
+            ApprovalReused: the question was already answered (here or in another process sharing the log).
+        """
+        if await self._store.record_answer(self._event(decision, fields)) is None:
+            raise ApprovalReused
+
+    def _event(self, decision: AuditDecision, fields: dict[str, Any]) -> AuditEvent:
         if self._classification is None:
             event = AuditEvent(decision, self.request_id, self._target, self._sql, caller=self._caller)
         else:
             event = AuditEvent.about(
                 decision, self._classification, request_id=self.request_id, target=self._target, caller=self._caller
             )
-        await self._store.record(event.followed_by(decision, **fields) if fields else event)
+        return event.followed_by(decision, **fields) if fields else event

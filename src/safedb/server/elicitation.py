@@ -22,9 +22,8 @@ from mcp_types import ElicitRequest, ElicitRequestFormParams, ElicitResult, Inpu
 from mcp_types.version import is_version_at_least
 from pydantic import ValidationError
 
-from safedb.approval.binding import ApprovalTicket, UsedTickets
+from safedb.approval.binding import ApprovalTicket
 from safedb.approval.verification import Answer, SafetyVerification
-from safedb.errors import ApprovalReused
 from safedb.sql.classification import Classification
 
 logger = logging.getLogger(__name__)
@@ -66,15 +65,14 @@ def uses_input_required(ctx: Context[Any, Any]) -> bool:
 
 
 class ApprovalChannel:
-    """Puts the SafetyVerification question to the client and returns the answer, once per ticket.
+    """Puts the SafetyVerification question to the client and returns the answer.
 
     `timeout` bounds the wait for a person: past it the question counts as cancelled (handshake era),
     and an answer to an expired ticket no longer counts (2026-07-28). While waiting in the handshake
     era, progress notifications go out every `keepalive` seconds so clients do not give up.
     """
 
-    def __init__(self, used: UsedTickets, timeout: float, keepalive: float = 10.0) -> None:
-        self._used = used
+    def __init__(self, timeout: float, keepalive: float = 10.0) -> None:
         self._timeout = timeout
         self._keepalive = keepalive
 
@@ -83,8 +81,8 @@ class ApprovalChannel:
     ) -> Reply | InputRequiredResult:
         """The person's answer, or (2026-07-28) the question to hand back to the client.
 
-        Raises:
-            ApprovalReused: a 2026-07-28 retry carries an answer whose ticket was already acted on.
+        An answer counts once: the caller records it under `Reply.request_id` (the ticket id on
+        2026-07-28), and a replayed ticket finds its answer already recorded.
         """
         if uses_input_required(ctx):
             return await self._ask_input_required(ctx, classification, question)
@@ -127,8 +125,6 @@ class ApprovalChannel:
         response = (ctx.input_responses or {}).get(APPROVAL_KEY)
         ticket = ApprovalTicket.decode(ctx.request_state)
         if isinstance(response, ElicitResult) and ticket is not None and ticket.covers(classification):
-            if not self._used.consume(ticket):
-                raise ApprovalReused
             return Reply(Answer.TIMEOUT, None, ticket.id) if ticket.expired else _reply(response, ticket.id)
         ticket = ApprovalTicket.issue(classification, self._timeout)
         text = await question.text()

@@ -12,7 +12,7 @@ from pydantic import Field
 from safedb.approval.verification import ApprovalRules, Decision, Verdict, decide
 from safedb.audit import AuditDecision, AuditStore, AuditWriteFailed, decision_for_verdict
 from safedb.db.backend import Database, TableDescription
-from safedb.errors import DeniedByPolicy, QueryFailed, SafeDBError
+from safedb.errors import ApprovalReused, DeniedByPolicy, QueryFailed, SafeDBError
 from safedb.server.auditing import CallAudit, describe_caller
 from safedb.server.elicitation import ApprovalChannel, Question, client_can_elicit
 from safedb.server.rendering import error_result, format_table, rows_result, text_result, write_result
@@ -64,6 +64,8 @@ class SafeDBTools:
         except AuditWriteFailed as exc:
             logger.error("Audit log write failed; nothing was run: %s", exc)
             return error_result(f"{exc} Nothing was run.", status="failed")
+        except ApprovalReused as exc:
+            return error_result(str(exc))
         except SafeDBError as exc:
             status = "failed" if isinstance(exc, QueryFailed) else "refused"
             await audit.record(AuditDecision.FAILED if status == "failed" else AuditDecision.REFUSED, error=str(exc))
@@ -94,7 +96,7 @@ class SafeDBTools:
         audit.request_id = reply.request_id
         decision = decide(reply.answer, reply.verification, self.rules)
         answered = reply.verification
-        await audit.record(
+        await audit.record_answer(
             decision_for_verdict(decision.verdict),
             justification=answered.justification if answered else None,
             environment=answered.environment if answered else None,
