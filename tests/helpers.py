@@ -22,7 +22,7 @@ from mcp_types import ElicitRequestFormParams, ElicitRequestURLParams, ElicitRes
 from safedb.audit import AuditQuery, SqliteAuditStore
 from safedb.db.sqlite import SqliteDatabase
 from safedb.server.app import build_server
-from safedb.settings import Settings
+from safedb.settings import Environment, Policy, Settings, Target
 
 SAFETY_FIELDS = {"confirm", "justification", "environment"}
 
@@ -45,13 +45,16 @@ class Responder:
 
 
 @asynccontextmanager
-async def in_process_server(path: Path, **settings: Any) -> AsyncIterator[tuple[MCPServer, SqliteAuditStore]]:
-    """A SafeDB server for `path`, in this process, with its audit log beside the database."""
-    config = Settings(**settings)
+async def in_process_server(
+    path: Path, policy: Policy | None = None, environment: Environment = Environment.DEVELOPMENT, **settings: Any
+) -> AsyncIterator[tuple[MCPServer, SqliteAuditStore]]:
+    """A SafeDB server for `path` (one target named `test`), in this process, its audit log beside the database."""
+    target = Target(name="test", environment=environment, policy=policy or Policy())
+    config = Settings(targets=(target,), **settings)
     database = SqliteDatabase(path, config.limits, readers=config.readers)
     audit = SqliteAuditStore.open(path.parent / "audit.db")
     try:
-        yield build_server(config, database, audit), audit
+        yield build_server(config, {target.name: database}, audit), audit
     finally:
         await database.aclose()
         audit.close()

@@ -2,24 +2,19 @@
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import sys
 from pathlib import Path
+from typing import Any
 
-import anyio
 import click
+from click.core import ParameterSource
 
-from safedb import __version__
-from safedb.audit import SqliteAuditStore
+from safedb import __version__, launch
 from safedb.audit.commands import audit_commands
 from safedb.client.commands import call, client, demo
-from safedb.db.backend import QueryLimits
-from safedb.db.demo import ensure_demo_database
-from safedb.db.open import open_database
 from safedb.errors import SafeDBError
-from safedb.server import app
-from safedb.settings import Settings, Transport, default_data_dir
+from safedb.settings import Transport, default_data_dir
 
 logger = logging.getLogger("safedb")
 
@@ -43,6 +38,10 @@ def main() -> None:
 
 
 @main.command()
+@click.option(
+    "--config", "-c", type=click.Path(dir_okay=False, path_type=Path), envvar="SAFEDB_CONFIG",
+    help="TOML configuration file with named targets and their policies (docs/configuration.md).",
+)  # fmt: skip
 @click.option(
     "--database", "-d", envvar="SAFEDB_DATABASE", metavar="PATH|URL",
     help="SQLite database file or postgresql:// URL to serve (for PostgreSQL, a read-only role; see "
@@ -101,66 +100,30 @@ def main() -> None:
     "--log-level", type=click.Choice(["debug", "info", "warning", "error"]), default="info", show_default=True,
     envvar="SAFEDB_LOG_LEVEL",
 )  # fmt: skip
-def serve(
-    database: str | None,
-    writer_database: str | None,
-    transport: str,
-    host: str,
-    port: int,
-    max_rows: int,
-    max_result_bytes: int,
-    statement_timeout: float,
-    approval_timeout: float,
-    allowed_paths: tuple[Path, ...],
-    request_state_keys: tuple[str, ...],
-    audit_db: Path | None,
-    data_dir: Path | None,
-    log_level: str,
-) -> None:
-    """Serve a database over MCP (Streamable HTTP by default, or stdio).
+@click.pass_context
+def serve(ctx: click.Context, /, config: Path | None, log_level: str, **options: Any) -> None:
+    """Serve databases over MCP (Streamable HTTP by default, or stdio).
 
     Read-only SQL runs at once; anything that could change the database asks the person at the client
-    first, through MCP elicitation.
+    first, through MCP elicitation. Without --config, one database is served (--database, or the demo
+    database); with --config, the targets of the file, each with its policy (see docs/configuration.md).
     """
     _configure_logging(log_level)
-    if any(len(key.encode()) < MIN_STATE_KEY_BYTES for key in request_state_keys):
+    keys = options["request_state_keys"]
+    if any(len(key.encode()) < MIN_STATE_KEY_BYTES for key in keys):
         raise click.BadParameter(
             f"each key must be at least {MIN_STATE_KEY_BYTES} bytes", param_hint="--request-state-key"
         )
-    settings = Settings(
-        database=database,
-        writer_database=writer_database,
-        data_dir=data_dir or default_data_dir(),
-        transport=Transport(transport),
-        host=host,
-        port=port,
-        limits=QueryLimits(max_rows=max_rows, max_bytes=max_result_bytes, statement_timeout=statement_timeout),
-        allowed_paths=tuple(path.resolve() for path in allowed_paths),
-        approval_timeout=approval_timeout,
-        audit_db=audit_db,
-        request_state_keys=request_state_keys,
+    given = frozenset(
+        name
+        for name in options
+        if ctx.get_parameter_source(name) in (ParameterSource.COMMANDLINE, ParameterSource.ENVIRONMENT)
     )
     try:
-        target = settings.database or str(ensure_demo_database(settings.data_dir))
-        db = open_database(target, settings.limits, writer_url=settings.writer_database, readers=settings.readers)
-        settings.audit_path.parent.mkdir(parents=True, exist_ok=True)
-        audit = SqliteAuditStore.open(settings.audit_path)
+        settings = launch.settings_for(config, options, given)
+        launch.run(settings, lambda line: click.echo(line, err=True))
     except (SafeDBError, OSError) as exc:
         raise click.ClickException(str(exc)) from None
-    listener = None
-    if settings.transport is Transport.HTTP:
-        try:
-            listener = app.bind(settings.host, settings.port)
-        except OSError as exc:
-            anyio.run(db.aclose)
-            audit.close()
-            raise click.ClickException(f"Cannot listen on {settings.host}:{settings.port}: {exc.strerror}") from None
-        url = f"http://{settings.host}:{listener.getsockname()[1]}/mcp"
-        click.echo(f"SafeDB {__version__} serving {db.label} at {url}", err=True)
-    else:
-        logger.info("SafeDB %s serving %s over stdio", __version__, db.label)
-    with contextlib.suppress(KeyboardInterrupt):
-        anyio.run(app.serve, settings, db, audit, listener)
 
 
 main.add_command(audit_commands)

@@ -1,4 +1,4 @@
-"""One frozen settings object, built once by the CLI (options and SAFEDB_* environment variables)."""
+"""One frozen settings object, built once by the CLI from options, SAFEDB_* variables or a TOML file."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from pathlib import Path
 import platformdirs
 
 from safedb.db.backend import QueryLimits
+from safedb.sql.classification import ChangeCategory
 
 
 class Transport(StrEnum):
@@ -16,18 +17,71 @@ class Transport(StrEnum):
     STDIO = "stdio"
 
 
+class Environment(StrEnum):
+    """What a target is. Answers about a production target must say Production."""
+
+    DEVELOPMENT = "development"
+    STAGING = "staging"
+    PRODUCTION = "production"
+
+
 def default_data_dir() -> Path:
     return platformdirs.user_data_path("safedb", appauthor=False)
+
+
+ALL_CATEGORIES = frozenset(ChangeCategory)
+
+
+@dataclass(frozen=True)
+class Policy:
+    """How one target treats statements that change something."""
+
+    ask: frozenset[ChangeCategory] = ALL_CATEGORIES - {ChangeCategory.EXTENSION}
+    """Kinds of change that run only after a person approves them."""
+    refuse: frozenset[ChangeCategory] = frozenset({ChangeCategory.EXTENSION})
+    """Kinds of change refused outright, whatever anyone answers. A kind in neither set runs without asking."""
+    min_justification: int = 10
+    """Characters a justification needs when the answer says Production."""
+    type_target_name: bool = False
+    """The form also asks the person to type the target's name, which must match."""
+    approval_timeout: float = 600.0
+    """Seconds a question waits for a person; unanswered by then, it counts as cancelled."""
+    allowed_paths: tuple[Path, ...] = ()
+    """Directories ATTACH and VACUUM INTO may use; outside them both are refused outright."""
+
+    def describe(self) -> str:
+        """One line such as `changes ask first; refused: extension loading`."""
+        asked = sorted(str(c) for c in self.ask - self.refuse)
+        free = sorted(str(c) for c in ALL_CATEGORIES - self.ask - self.refuse)
+        parts = [f"asks before: {', '.join(asked)}" if asked else "asks before nothing"]
+        if self.refuse:
+            parts.append(f"refused: {', '.join(sorted(str(c) for c in self.refuse))}")
+        if free:
+            parts.append(f"runs without asking: {', '.join(free)}")
+        return "; ".join(parts)
+
+
+@dataclass(frozen=True)
+class Target:
+    """One database SafeDB serves, with its safety policy."""
+
+    name: str = "default"
+    database: str | None = None
+    """An SQLite file path or a postgresql:// URL (the read-only role's); None serves the demo database."""
+    writer_database: str | None = None
+    """PostgreSQL only: the URL of the role approved statements run as; None uses `database`."""
+    environment: Environment = Environment.DEVELOPMENT
+    policy: Policy = field(default_factory=Policy)
+
+    def safety_mode(self) -> str:
+        return f"{self.name} ({self.environment}): {self.policy.describe()}"
 
 
 @dataclass(frozen=True)
 class Settings:
     """Everything `safedb serve` can be told; each field is documented where it is declared."""
 
-    database: str | None = None
-    """An SQLite file path or a postgresql:// URL (the read-only role's); None serves the demo database."""
-    writer_database: str | None = None
-    """PostgreSQL only: the URL of the role approved statements run as; None uses `database`."""
+    targets: tuple[Target, ...] = (Target(),)
     data_dir: Path = field(default_factory=default_data_dir)
     transport: Transport = Transport.HTTP
     host: str = "127.0.0.1"
@@ -36,10 +90,7 @@ class Settings:
     text_rows: int = 50
     """Rows shown in the text table of a result; every returned row is in the structured content."""
     readers: int = 4
-    """Read-only connections, so slow reads do not hold up others."""
-    min_production_justification: int = 10
-    approval_timeout: float = 600.0
-    """Seconds a question waits for a person; unanswered by then, it counts as cancelled."""
+    """Read-only connections per target, so slow reads do not hold up others."""
     progress_interval: float = 10.0
     """Seconds between progress notifications while a person decides (handshake era)."""
     request_state_keys: tuple[str, ...] = ()
@@ -47,8 +98,6 @@ class Settings:
     that share them and the audit log can finish each other's approval rounds. Empty: a per-process key."""
     audit_db: Path | None = None
     """The audit log file; None keeps it in `data_dir`."""
-    allowed_paths: tuple[Path, ...] = ()
-    """Directories ATTACH and VACUUM INTO may use; outside them both are refused outright."""
 
     @property
     def audit_path(self) -> Path:

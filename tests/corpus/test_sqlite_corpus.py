@@ -142,7 +142,7 @@ async def test_approved_change_takes_effect(case: Case, mode: str, fixture_db: P
     audit = SqliteAuditStore.open(tmp_path / "audit.db")
     try:
         responder = Responder(action="accept")
-        result = await call(build_server(settings, database, audit), mode, responder, case.sql)
+        result = await call(build_server(settings, {"default": database}, audit), mode, responder, case.sql)
         decisions = audit_decisions(audit)
     finally:
         await database.aclose()

@@ -1,7 +1,7 @@
 """execute_query, list_tables and describe_table on PostgreSQL through a real MCP client, both protocol eras.
 
-The server is built in-process (`build_server(Settings(), PostgresDatabase(...), audit)`): `safedb serve` does not
-take a postgresql:// URL yet. Every test checks the database through a connection of its own.
+The server is built in-process around a `PostgresDatabase` (tests/postgres/test_postgres_serve_process.py runs
+`safedb serve` itself). Every test checks the database through a connection of its own.
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ def connect(request: pytest.FixtureRequest, pg: PgDatabase, audit: SqliteAuditSt
     async def factory(responder: Responder | None = None, limits: QueryLimits | None = None) -> AsyncIterator[Client]:
         database = pg.open(limits)
         try:
-            server = build_server(Settings(), database, audit)
+            server = build_server(Settings(), {"default": database}, audit)
             with anyio.fail_after(60):
                 async with Client(server, mode=mode, elicitation_callback=responder) as client:
                     assert client.protocol_version == ("2025-11-25" if mode == "legacy" else "2026-07-28")

@@ -11,6 +11,7 @@ from mcp.client.client import Client
 from mcp_types import ElicitResult
 
 from safedb.audit import AuditQuery, verify
+from safedb.settings import Policy
 from tests.helpers import Responder, in_process_server
 
 pytestmark = pytest.mark.anyio
@@ -62,7 +63,7 @@ async def test_timed_out_is_recorded(demo_db: Path) -> None:
         await anyio.sleep(30)
         raise AssertionError("unreachable")
 
-    records = await run(demo_db, DELETE_ONE, never, "legacy", approval_timeout=1)
+    records = await run(demo_db, DELETE_ONE, never, "legacy", policy=Policy(approval_timeout=1))
     assert [str(r.decision) for r in records] == ["requested", "timed_out"]
 
 

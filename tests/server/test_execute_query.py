@@ -37,7 +37,7 @@ def in_process_server(shared_db: Path) -> Iterator[MCPServer]:
     settings = Settings()
     database = SqliteDatabase(shared_db, settings.limits)
     audit = SqliteAuditStore.open(shared_db.parent / "audit.db")
-    yield build_server(settings, database, audit)
+    yield build_server(settings, {"default": database}, audit)
     anyio.run(database.aclose)
     audit.close()
 

@@ -100,7 +100,7 @@ def property_db(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path
     settings = Settings()
     database = SqliteDatabase(path, settings.limits)
     audit = SqliteAuditStore.open(path.parent / "audit.db")
-    yield path, build_server(settings, database, audit)
+    yield path, build_server(settings, {"default": database}, audit)
     anyio.run(database.aclose)
     audit.close()
 

@@ -14,6 +14,7 @@ from mcp.client.client import Client
 from mcp.shared.exceptions import MCPError
 from mcp_types import ElicitResult, InputRequiredResult
 
+from safedb.settings import Policy
 from tests.helpers import Responder, in_process_server, rows
 
 pytestmark = pytest.mark.anyio
@@ -55,7 +56,7 @@ async def test_vacuum_into_an_allowed_path_asks_and_runs_when_approved(demo_db: 
     allowed.mkdir()
     target = allowed / "copy.db"
     responder = Responder()
-    async with connected(demo_db, responder, allowed_paths=(allowed,)) as client:
+    async with connected(demo_db, responder, policy=Policy(allowed_paths=(allowed,))) as client:
         result = await client.call_tool("execute_query", {"query": f"VACUUM INTO '{target}'"})
     assert not result.is_error, result.content
     assert len(responder.asked) == 1
@@ -205,7 +206,8 @@ async def test_unanswered_question_times_out_as_cancelled_with_progress_meanwhil
     async def on_progress(done: float, total: float | None, message: str | None) -> None:
         progress.append(done)
 
-    async with connected(demo_db, slow_person, mode="legacy", approval_timeout=1.5, progress_interval=0.2) as client:
+    policy = Policy(approval_timeout=1.5)
+    async with connected(demo_db, slow_person, mode="legacy", policy=policy, progress_interval=0.2) as client:
         with anyio.fail_after(20):
             result = await client.call_tool(
                 "execute_query", {"query": "DELETE FROM invoices"}, progress_callback=on_progress
@@ -221,7 +223,7 @@ async def test_input_required_answer_after_the_timeout_does_not_run(demo_db: Pat
     accept = ElicitResult(
         action="accept", content={"confirm": True, "justification": "test", "environment": "Development"}
     )
-    async with connected(demo_db, Responder(), approval_timeout=1) as client:
+    async with connected(demo_db, Responder(), policy=Policy(approval_timeout=1)) as client:
         asked = await client.session.call_tool(
             "execute_query", {"query": "DELETE FROM invoices"}, allow_input_required=True
         )

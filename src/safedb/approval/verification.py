@@ -26,6 +26,20 @@ class SafetyVerification(BaseModel):
     )
 
 
+class NamedSafetyVerification(SafetyVerification):
+    """The form for targets that want the person to type the target's name back."""
+
+    model_config = ConfigDict(extra="forbid", title="SafetyVerification")
+
+    target_name: str = Field(
+        title="Target name", description="Type the name of the database target you are changing, to confirm it."
+    )
+
+
+def verification_form(type_target_name: bool) -> type[SafetyVerification]:
+    return NamedSafetyVerification if type_target_name else SafetyVerification
+
+
 class Answer(StrEnum):
     """How the person answered the elicitation itself."""
 
@@ -59,7 +73,13 @@ class Decision:
 
 @dataclass(frozen=True)
 class ApprovalRules:
+    """What an accepted answer must satisfy for one target."""
+
+    target_name: str
+    production_target: bool = False
+    """A production target needs answers that say Production."""
     min_production_justification: int = 10
+    type_target_name: bool = False
 
 
 def decide(answer: Answer, verification: SafetyVerification | None, rules: ApprovalRules) -> Decision:
@@ -78,6 +98,21 @@ def decide(answer: Answer, verification: SafetyVerification | None, rules: Appro
         return Decision(
             Verdict.NOT_CONFIRMED,
             "The statement was not confirmed (confirm=false). It was not run; nothing changed.",
+            verification,
+        )
+    if rules.production_target and verification.environment != "Production":
+        return Decision(
+            Verdict.BLOCKED,
+            f"Blocked: {rules.target_name!r} is a production database, and the answer named "
+            f"{verification.environment}. The statement was not run; nothing changed.",
+            verification,
+        )
+    typed = getattr(verification, "target_name", None)
+    if rules.type_target_name and (typed or "").strip() != rules.target_name:
+        return Decision(
+            Verdict.BLOCKED,
+            f"Blocked: the target name typed ({typed!r}) is not {rules.target_name!r}. "
+            "The statement was not run; nothing changed.",
             verification,
         )
     minimum = rules.min_production_justification

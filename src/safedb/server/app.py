@@ -1,9 +1,11 @@
-"""Build the MCP server around one database, and run it over Streamable HTTP or stdio."""
+"""Build the MCP server around the served databases, and run it over Streamable HTTP or stdio."""
 
 from __future__ import annotations
 
+import inspect
 import logging
 import socket
+from collections.abc import Mapping
 
 import uvicorn
 from mcp.server.mcpserver import MCPServer
@@ -11,17 +13,16 @@ from mcp.server.request_state import RequestStateSecurity
 from mcp_types import ToolAnnotations
 
 from safedb import __version__
-from safedb.approval.verification import ApprovalRules
 from safedb.audit import AuditStore
 from safedb.db.backend import Database
 from safedb.server.elicitation import ApprovalChannel
+from safedb.server.targets import ServedTarget, ServedTargets
 from safedb.server.tools import SafeDBTools
 from safedb.settings import Settings
-from safedb.sql.policy import DenyList
 
 logger = logging.getLogger(__name__)
 
-INSTRUCTIONS = """SafeDB gives access to one SQL database. Use list_tables and describe_table to learn the \
+INSTRUCTIONS = """SafeDB gives access to SQL databases (targets). Use list_tables and describe_table to learn the \
 schema, and execute_query to run one SQL statement per call. Read-only statements run at once. Statements that \
 change anything pause and ask the user for approval; if the user declines, nothing changes. Do not retry a \
 declined statement unless the user asks."""
@@ -32,12 +33,14 @@ _READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempo
 _MAY_CHANGE = ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=False, open_world_hint=False)
 
 
-def build_server(settings: Settings, database: Database, audit: AuditStore) -> MCPServer:
-    """The MCP server for one database; every decision about a change is recorded in `audit`."""
+def build_server(settings: Settings, databases: Mapping[str, Database], audit: AuditStore) -> MCPServer:
+    """The MCP server for the settings' targets (`databases` holds each target's open database, by name);
+    every decision about a change is recorded in `audit`."""
+    targets = ServedTargets({t.name: ServedTarget(t, databases[t.name]) for t in settings.targets})
     # requestState is sealed with the configured keys, so that processes sharing them (and the audit log)
     # can finish each other's rounds; without keys, a key of this process's own. It outlives the approval
     # timeout a little, so that a late answer reaches SafeDB and is recorded as timed out.
-    ttl = settings.approval_timeout + _LATE_ANSWER_GRACE
+    ttl = max(t.policy.approval_timeout for t in settings.targets) + _LATE_ANSWER_GRACE
     security = (
         RequestStateSecurity(keys=list(settings.request_state_keys), ttl=ttl)
         if settings.request_state_keys
@@ -46,33 +49,35 @@ def build_server(settings: Settings, database: Database, audit: AuditStore) -> M
     server: MCPServer = MCPServer(
         name="SafeDB", instructions=INSTRUCTIONS, version=__version__, request_state_security=security
     )
-    tools = SafeDBTools(
-        database,
-        audit,
-        ApprovalChannel(settings.approval_timeout, settings.progress_interval),
-        DenyList(allowed_paths=settings.allowed_paths),
-        ApprovalRules(min_production_justification=settings.min_production_justification),
-        settings.text_rows,
-    )
+    tools = SafeDBTools(targets, audit, ApprovalChannel(settings.progress_interval), settings.text_rows)
+    modes = "Targets and their safety modes: " + "; ".join(t.safety_mode() for t in settings.targets) + "."
     server.add_tool(
-        tools.execute_query, name="execute_query", title="Run SQL (asks before changes)", annotations=_MAY_CHANGE
+        tools.execute_query,
+        name="execute_query",
+        title="Run SQL (asks before changes)",
+        description=f"{inspect.getdoc(tools.execute_query)}\n\n{modes}",
+        annotations=_MAY_CHANGE,
     )
-    server.add_tool(tools.list_tables, name="list_tables", title="List tables", annotations=_READ_ONLY)
-    server.add_tool(tools.describe_table, name="describe_table", title="Describe a table", annotations=_READ_ONLY)
+    for tool, title in ((tools.list_tables, "List tables"), (tools.describe_table, "Describe a table")):
+        description = f"{inspect.getdoc(tool)}\n\nTargets: {', '.join(t.name for t in settings.targets)}."
+        server.add_tool(tool, title=title, description=description, annotations=_READ_ONLY)
     return server
 
 
-async def serve(settings: Settings, database: Database, audit: AuditStore, listener: socket.socket | None) -> None:
-    """Serve `database` until stopped (HTTP on `listener`, or stdio when there is none), then close it and
-    the audit log. Everything runs in this one event loop, which owns the database's connection pools."""
+async def serve(
+    settings: Settings, databases: Mapping[str, Database], audit: AuditStore, listener: socket.socket | None
+) -> None:
+    """Serve until stopped (HTTP on `listener`, or stdio when there is none), then close the databases and
+    the audit log. Everything runs in this one event loop, which owns the databases' connection pools."""
     try:
-        server = build_server(settings, database, audit)
+        server = build_server(settings, databases, audit)
         if listener is None:
             await serve_stdio(server)
         else:
             await serve_http(server, settings, listener)
     finally:
-        await database.aclose()
+        for database in databases.values():
+            await database.aclose()
         audit.close()
 
 

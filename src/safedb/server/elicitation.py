@@ -8,6 +8,7 @@ answer, and the ticket binds that answer to this statement, once.
 
 from __future__ import annotations
 
+import functools
 import logging
 import uuid
 from collections.abc import Awaitable, Callable
@@ -30,7 +31,11 @@ logger = logging.getLogger(__name__)
 
 APPROVAL_KEY = "safedb_approval"
 _INPUT_REQUIRED_VERSION = "2026-07-28"
-SAFETY_SCHEMA = render_elicitation_schema(SafetyVerification)
+
+
+@functools.cache
+def requested_schema(form: type[SafetyVerification]) -> dict[str, Any]:
+    return render_elicitation_schema(form)
 
 
 @dataclass(frozen=True)
@@ -50,6 +55,9 @@ class Question:
     text: Callable[[], Awaitable[str]]
     asking: Callable[[str], Awaitable[None]]
     """Called with the request id before the question is sent; if it raises, nothing is asked."""
+    form: type[SafetyVerification] = SafetyVerification
+    timeout: float = 600.0
+    """Seconds to wait for the person; unanswered by then, the question counts as cancelled."""
 
 
 def client_can_elicit(ctx: Context[Any, Any]) -> bool:
@@ -67,13 +75,12 @@ def uses_input_required(ctx: Context[Any, Any]) -> bool:
 class ApprovalChannel:
     """Puts the SafetyVerification question to the client and returns the answer.
 
-    `timeout` bounds the wait for a person: past it the question counts as cancelled (handshake era),
-    and an answer to an expired ticket no longer counts (2026-07-28). While waiting in the handshake
-    era, progress notifications go out every `keepalive` seconds so clients do not give up.
+    The question's timeout bounds the wait for a person: past it the question counts as cancelled
+    (handshake era), and an answer to an expired ticket no longer counts (2026-07-28). While waiting in
+    the handshake era, progress notifications go out every `keepalive` seconds so clients do not give up.
     """
 
-    def __init__(self, timeout: float, keepalive: float = 10.0) -> None:
-        self._timeout = timeout
+    def __init__(self, keepalive: float = 10.0) -> None:
         self._keepalive = keepalive
 
     async def ask(
@@ -93,23 +100,25 @@ class ApprovalChannel:
         async with anyio.create_task_group() as group:
 
             async def wait_for_answer() -> None:
-                with anyio.move_on_after(self._timeout):
-                    answers.append(await self._elicit(ctx, text, request_id))
+                with anyio.move_on_after(question.timeout):
+                    answers.append(await self._elicit(ctx, text, question.form, request_id))
                 group.cancel_scope.cancel()
 
             group.start_soon(wait_for_answer)
             group.start_soon(self._report_waiting, ctx)
         return answers[0] if answers else Reply(Answer.TIMEOUT, None, request_id)
 
-    async def _elicit(self, ctx: Context[Any, Any], text: str, request_id: str) -> Reply:
+    async def _elicit(
+        self, ctx: Context[Any, Any], text: str, form: type[SafetyVerification], request_id: str
+    ) -> Reply:
         try:
             result = await ctx.session.elicit_form(
-                message=text, requested_schema=SAFETY_SCHEMA, related_request_id=ctx.request_id
+                message=text, requested_schema=requested_schema(form), related_request_id=ctx.request_id
             )
         except MCPError as exc:
             logger.info("Elicitation failed on the client side, treated as cancelled: %s", exc)
             return Reply(Answer.CANCEL, None, request_id)
-        return _reply(result, request_id)
+        return _reply(result, form, request_id)
 
     async def _report_waiting(self, ctx: Context[Any, Any]) -> None:
         """Progress notifications while a person decides (sent only if the client asked for progress)."""
@@ -125,20 +134,23 @@ class ApprovalChannel:
         response = (ctx.input_responses or {}).get(APPROVAL_KEY)
         ticket = ApprovalTicket.decode(ctx.request_state)
         if isinstance(response, ElicitResult) and ticket is not None and ticket.covers(classification):
-            return Reply(Answer.TIMEOUT, None, ticket.id) if ticket.expired else _reply(response, ticket.id)
-        ticket = ApprovalTicket.issue(classification, self._timeout)
+            if ticket.expired:
+                return Reply(Answer.TIMEOUT, None, ticket.id)
+            return _reply(response, question.form, ticket.id)
+        ticket = ApprovalTicket.issue(classification, question.timeout)
         text = await question.text()
         await question.asking(ticket.id)
-        request = ElicitRequest(params=ElicitRequestFormParams(message=text, requested_schema=SAFETY_SCHEMA))
+        params = ElicitRequestFormParams(message=text, requested_schema=requested_schema(question.form))
+        request = ElicitRequest(params=params)
         return InputRequiredResult(input_requests={APPROVAL_KEY: request}, request_state=ticket.encode())
 
 
-def _reply(result: ElicitResult, request_id: str) -> Reply:
+def _reply(result: ElicitResult, form: type[SafetyVerification], request_id: str) -> Reply:
     if result.action == "decline":
         return Reply(Answer.DECLINE, None, request_id)
     if result.action == "cancel":
         return Reply(Answer.CANCEL, None, request_id)
     try:
-        return Reply(Answer.ACCEPT, SafetyVerification.model_validate(result.content or {}), request_id)
+        return Reply(Answer.ACCEPT, form.model_validate(result.content or {}), request_id)
     except ValidationError:
         return Reply(Answer.ACCEPT, None, request_id)

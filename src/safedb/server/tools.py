@@ -9,15 +9,15 @@ from mcp.server.mcpserver import Context
 from mcp_types import CallToolResult, InputRequiredResult
 from pydantic import Field
 
-from safedb.approval.verification import ApprovalRules, Decision, Verdict, decide
+from safedb.approval.verification import Decision, Verdict, decide
 from safedb.audit import AuditDecision, AuditStore, AuditWriteFailed, decision_for_verdict
-from safedb.db.backend import Database, TableDescription
+from safedb.db.backend import TableDescription
 from safedb.errors import ApprovalReused, DeniedByPolicy, QueryFailed, SafeDBError
 from safedb.server.auditing import CallAudit, describe_caller
 from safedb.server.elicitation import ApprovalChannel, Question, client_can_elicit
 from safedb.server.rendering import error_result, format_table, rows_result, text_result, write_result
+from safedb.server.targets import ServedTarget, ServedTargets, UnknownTarget
 from safedb.sql.classification import Classification
-from safedb.sql.policy import DenyList
 
 logger = logging.getLogger(__name__)
 
@@ -28,39 +28,42 @@ NEEDS_ELICITATION = (
     "changes; read-only queries work from any client."
 )
 
+NO_APPROVAL_NEEDED = "not asked: the target's policy runs this kind of change without approval"
+
 _FAILED_VERDICTS = frozenset({Verdict.BLOCKED, Verdict.INVALID, Verdict.TIMED_OUT})
 
 
-class SafeDBTools:
-    """The tool functions, bound to one database and its safety settings."""
+TargetArgument = Annotated[
+    str | None,
+    Field(description="Which database to use, by target name; may be left out when the server has only one."),
+]
 
-    def __init__(
-        self,
-        database: Database,
-        audit: AuditStore,
-        channel: ApprovalChannel,
-        deny_list: DenyList,
-        rules: ApprovalRules,
-        text_rows: int,
-    ) -> None:
-        self.database = database
+
+class SafeDBTools:
+    """The tool functions, bound to the served targets and the audit log."""
+
+    def __init__(self, targets: ServedTargets, audit: AuditStore, channel: ApprovalChannel, text_rows: int) -> None:
+        self.targets = targets
         self.audit = audit
         self.channel = channel
-        self.deny_list = deny_list
-        self.rules = rules
         self.text_rows = text_rows
 
     async def execute_query(
         self,
         query: Annotated[str, Field(description="Exactly one SQL statement.")],
         ctx: Context[Any, Any],
+        target: TargetArgument = None,
     ) -> CallToolResult | InputRequiredResult:
         """Run one SQL statement. Read-only statements run at once and return their rows. A statement that
         could change anything (data, schema, settings, files) is first shown to the person at the client, who
         must approve it (confirm, justification, environment); declined or cancelled statements never run."""
-        audit = CallAudit(self.audit, self.database.label, describe_caller(ctx), query)
         try:
-            return await self._execute(query, ctx, audit)
+            served = self.targets.pick(target)
+        except UnknownTarget as exc:
+            return error_result(str(exc))
+        audit = CallAudit(self.audit, served.name, describe_caller(ctx), query)
+        try:
+            return await self._execute(query, ctx, served, audit)
         except AuditWriteFailed as exc:
             logger.error("Audit log write failed; nothing was run: %s", exc)
             return error_result(f"{exc} Nothing was run.", status="failed")
@@ -72,29 +75,41 @@ class SafeDBTools:
             return error_result(str(exc), status=status)
 
     async def _execute(
-        self, query: str, ctx: Context[Any, Any], audit: CallAudit
+        self, query: str, ctx: Context[Any, Any], served: ServedTarget, audit: CallAudit
     ) -> CallToolResult | InputRequiredResult:
-        classification = await self.database.classify(query)
+        database = served.database
+        classification = await database.classify(query)
         if classification.read_only:
             try:
-                return rows_result(await self.database.read(classification), self.text_rows)
+                return rows_result(await database.read(classification), self.text_rows)
             except QueryFailed as exc:
                 return error_result(str(exc), status="failed")
         audit.classified(classification)
         try:
-            self.deny_list.check(classification)
+            served.deny_list.check(classification)
         except DeniedByPolicy as exc:
             await audit.record(AuditDecision.BLOCKED, error=str(exc))
             return error_result(str(exc))
+        if (refusal := served.refused_by_policy(classification)) is not None:
+            await audit.record(AuditDecision.BLOCKED, error=refusal)
+            return error_result(refusal)
+        if not served.needs_approval(classification):
+            await audit.record_answer(AuditDecision.ACCEPTED, justification=NO_APPROVAL_NEEDED)
+            return await self._run(served, classification, audit)
         if not client_can_elicit(ctx):
             await audit.record(AuditDecision.REFUSED, error=NEEDS_ELICITATION)
             return error_result(NEEDS_ELICITATION)
-        question = Question(text=lambda: self._question(classification), asking=audit.asking)
+        question = Question(
+            text=lambda: self._question(served, classification),
+            asking=audit.asking,
+            form=served.form,
+            timeout=served.target.policy.approval_timeout,
+        )
         reply = await self.channel.ask(ctx, classification, question)
         if isinstance(reply, InputRequiredResult):
             return reply
         audit.request_id = reply.request_id
-        decision = decide(reply.answer, reply.verification, self.rules)
+        decision = decide(reply.answer, reply.verification, served.rules)
         answered = reply.verification
         await audit.record_answer(
             decision_for_verdict(decision.verdict),
@@ -104,7 +119,10 @@ class SafeDBTools:
         )
         if not decision.approved:
             return _decision_result(decision)
-        outcome = await self.database.write(classification)
+        return await self._run(served, classification, audit)
+
+    async def _run(self, served: ServedTarget, classification: Classification, audit: CallAudit) -> CallToolResult:
+        outcome = await served.database.write(classification)
         result = write_result(classification, outcome, self.text_rows)
         try:
             await audit.record(AuditDecision.EXECUTED, rows_affected=outcome.rows_affected, error=None)
@@ -112,23 +130,33 @@ class SafeDBTools:
             logger.exception("The statement ran but its execution could not be recorded in the audit log")
         return result
 
-    async def list_tables(self) -> CallToolResult:
+    async def list_tables(self, target: TargetArgument = None) -> CallToolResult:
         """List the tables and views in the database."""
-        tables = await self.database.list_tables()
+        try:
+            served = self.targets.pick(target)
+        except UnknownTarget as exc:
+            return error_result(str(exc))
+        tables = await served.database.list_tables()
         structured = {"tables": [{"name": table.name, "type": table.type} for table in tables]}
         text = format_table(["name", "type"], [[table.name, table.type] for table in tables]) if tables else "(none)"
         return text_result(text, structured)
 
     async def describe_table(
-        self, name: Annotated[str, Field(description="A table or view name, as list_tables shows it.")]
+        self,
+        name: Annotated[str, Field(description="A table or view name, as list_tables shows it.")],
+        target: TargetArgument = None,
     ) -> CallToolResult:
         """Describe one table or view: its columns, row count and definition."""
-        description = await self.database.describe_table(name)
+        try:
+            served = self.targets.pick(target)
+        except UnknownTarget as exc:
+            return error_result(str(exc))
+        description = await served.database.describe_table(name)
         if description is None:
             return error_result(f"There is no table or view named {name!r}. Use list_tables to see the names.")
         return _description_result(description)
 
-    async def _question(self, classification: Classification) -> str:
+    async def _question(self, served: ServedTarget, classification: Classification) -> str:
         lines = [
             "SafeDB needs your approval before running a statement that changes the database.",
             "",
@@ -139,16 +167,22 @@ class SafeDBTools:
         if any(change.via or change.detail for change in classification.changes):
             lines.append("Details: " + "; ".join(str(change) for change in classification.changes))
         try:
-            impact = await self.database.preview(classification)
+            impact = await served.database.preview(classification)
             lines.extend(f"Impact: {line}" for line in impact.lines)
         except SafeDBError as exc:
             lines.append(f"Impact: preview unavailable ({exc})")
-        lines.append(f"Database: {self.database.label}")
+        lines.append(f"Target: {served.name} ({served.target.environment}, {served.database.label})")
         lines.append("")
-        lines.append(
-            "Set confirm to true to run it. A Production change needs a justification of at least "
-            f"{self.rules.min_production_justification} characters."
+        rules = served.rules
+        closing = "Set confirm to true to run it."
+        if rules.production_target:
+            closing += " This is a production database: answer environment=Production."
+        closing += (
+            f" A Production change needs a justification of at least {rules.min_production_justification} characters."
         )
+        if rules.type_target_name:
+            closing += f" Type the target name ({served.name}) to confirm."
+        lines.append(closing)
         return "\n".join(lines)
 
 

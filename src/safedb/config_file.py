@@ -1,0 +1,155 @@
+"""The TOML configuration file: named targets with their policies, server options and limits.
+
+Parsed strictly: an unknown key or a value of the wrong type is an error naming where it is, never
+ignored. Relative paths are taken from the file's own directory. docs/configuration.md documents every
+setting (a test checks that it does).
+"""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from safedb.db.backend import QueryLimits
+from safedb.errors import ConfigurationError
+from safedb.settings import Environment, Policy, Settings, Target, Transport
+from safedb.sql.classification import ChangeCategory
+
+CategoryName = Literal["data", "schema", "database", "extension", "unknown"]
+
+CATEGORY_NAMES: dict[str, ChangeCategory] = {
+    "data": ChangeCategory.DATA,
+    "schema": ChangeCategory.SCHEMA,
+    "database": ChangeCategory.DATABASE,
+    "extension": ChangeCategory.EXTENSION,
+    "unknown": ChangeCategory.UNKNOWN,
+}
+
+_STRICT = ConfigDict(extra="forbid", strict=True, frozen=True)
+
+
+class PolicySection(BaseModel):
+    model_config = _STRICT
+
+    ask: list[CategoryName] = ["data", "schema", "database", "unknown"]
+    refuse: list[CategoryName] = ["extension"]
+    min_justification: int = Field(default=10, ge=0)
+    type_target_name: bool = False
+    approval_timeout: float = Field(default=600.0, gt=0)
+    allowed_paths: list[str] = []
+
+
+class TargetSection(BaseModel):
+    model_config = _STRICT
+
+    database: str | None = None
+    writer_database: str | None = None
+    environment: Literal["development", "staging", "production"] = "development"
+    policy: PolicySection = PolicySection()
+
+
+class ServerSection(BaseModel):
+    model_config = _STRICT
+
+    host: str = "127.0.0.1"
+    port: int = Field(default=8000, ge=0, le=65535)
+    transport: Literal["http", "stdio"] = "http"
+    data_dir: str | None = None
+    audit_db: str | None = None
+    request_state_keys: list[str] = []
+    text_rows: int = Field(default=50, ge=0)
+    readers: int = Field(default=4, ge=1)
+    progress_interval: float = Field(default=10.0, gt=0)
+
+
+class LimitsSection(BaseModel):
+    model_config = _STRICT
+
+    max_rows: int = Field(default=500, ge=1)
+    max_result_bytes: int = Field(default=512 * 1024, ge=1024)
+    statement_timeout: float = Field(default=30.0, gt=0)
+    preview_timeout: float = Field(default=5.0, gt=0)
+
+
+class ConfigFile(BaseModel):
+    model_config = _STRICT
+
+    server: ServerSection = ServerSection()
+    limits: LimitsSection = LimitsSection()
+    targets: dict[str, TargetSection] = Field(min_length=1)
+
+
+def load_settings(path: Path) -> Settings:
+    """Settings from the TOML file at `path`. Raises ConfigurationError with a precise message."""
+    try:
+        raw = tomllib.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise ConfigurationError(f"Cannot read the configuration file {path}: {exc.strerror}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigurationError(f"{path} is not valid TOML: {exc}") from None
+    try:
+        config = ConfigFile.model_validate(raw)
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(part) for part in error['loc'])}: {error['msg']}" for error in exc.errors()
+        )
+        raise ConfigurationError(f"{path}: {problems}") from None
+    return _settings(config, path.parent.resolve())
+
+
+def _settings(config: ConfigFile, base: Path) -> Settings:
+    server, limits = config.server, config.limits
+    for name in config.targets:
+        if not name.replace("_", "").replace("-", "").isalnum():
+            raise ConfigurationError(f"targets.{name}: a target name uses only letters, digits, '-' and '_'")
+    for key in server.request_state_keys:
+        if len(key.encode()) < 32:
+            raise ConfigurationError("server.request_state_keys: each key must be at least 32 bytes")
+    data_dir = {"data_dir": _path(server.data_dir, base)} if server.data_dir else {}
+    return Settings(
+        targets=tuple(_target(name, section, base) for name, section in config.targets.items()),
+        transport=Transport(server.transport),
+        host=server.host,
+        port=server.port,
+        audit_db=_path(server.audit_db, base) if server.audit_db else None,
+        request_state_keys=tuple(server.request_state_keys),
+        text_rows=server.text_rows,
+        readers=server.readers,
+        progress_interval=server.progress_interval,
+        limits=QueryLimits(
+            max_rows=limits.max_rows,
+            max_bytes=limits.max_result_bytes,
+            statement_timeout=limits.statement_timeout,
+            preview_timeout=limits.preview_timeout,
+        ),
+        **data_dir,
+    )
+
+
+def _target(name: str, section: TargetSection, base: Path) -> Target:
+    policy = section.policy
+    database = section.database
+    if database is not None and "://" not in database:
+        database = str(_path(database, base))
+    return Target(
+        name=name,
+        database=database,
+        writer_database=section.writer_database,
+        environment=Environment(section.environment),
+        policy=Policy(
+            ask=frozenset(CATEGORY_NAMES[c] for c in policy.ask),
+            refuse=frozenset(CATEGORY_NAMES[c] for c in policy.refuse),
+            min_justification=policy.min_justification,
+            type_target_name=policy.type_target_name,
+            approval_timeout=policy.approval_timeout,
+            allowed_paths=tuple(_path(p, base) for p in policy.allowed_paths),
+        ),
+    )
+
+
+def _path(value: str, base: Path) -> Path:
+    path = Path(value).expanduser()
+    return (path if path.is_absolute() else base / path).resolve()

@@ -1,0 +1,119 @@
+"""What `safedb serve` does once its options are parsed: settle the settings, open, serve, close."""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import logging
+import re
+import socket
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import anyio
+
+from safedb import __version__
+from safedb.audit import SqliteAuditStore
+from safedb.config_file import load_settings
+from safedb.db.backend import Database
+from safedb.db.demo import ensure_demo_database
+from safedb.db.open import open_database
+from safedb.errors import ConfigurationError
+from safedb.server import app
+from safedb.settings import Policy, Settings, Target, Transport
+
+logger = logging.getLogger(__name__)
+
+# Options that describe the one target served without a configuration file.
+TARGET_OPTIONS = frozenset({"database", "writer_database", "allowed_paths", "approval_timeout"})
+LIMIT_OPTIONS = {"max_rows": "max_rows", "max_result_bytes": "max_bytes", "statement_timeout": "statement_timeout"}
+SERVER_OPTIONS = frozenset({"transport", "host", "port", "data_dir", "audit_db", "request_state_keys"})
+
+
+def settings_for(config: Path | None, options: Mapping[str, Any], given: frozenset[str]) -> Settings:
+    """Settings from the configuration file (when there is one) and the command-line options.
+
+    `given` names the options set on the command line or through the environment: with a file, they
+    override its server settings, and target options are an error (targets live in the file).
+    """
+    if config is None:
+        base = Settings(targets=(_single_target(options),))
+        given = given | SERVER_OPTIONS | frozenset(LIMIT_OPTIONS)
+    else:
+        misplaced = sorted(f"--{name.replace('_', '-')}" for name in given & TARGET_OPTIONS)
+        if misplaced:
+            raise ConfigurationError(
+                f"{', '.join(misplaced)} cannot be combined with --config: set targets in the configuration file."
+            )
+        base = load_settings(config)
+    server = {name: options[name] for name in SERVER_OPTIONS & given if options[name] not in (None, ())}
+    if "transport" in server:
+        server["transport"] = Transport(server["transport"])
+    limits = {field: options[name] for name, field in LIMIT_OPTIONS.items() if name in given}
+    return dataclasses.replace(base, **server, limits=dataclasses.replace(base.limits, **limits))
+
+
+def _single_target(options: Mapping[str, Any]) -> Target:
+    database: str | None = options["database"]
+    policy = Policy(
+        approval_timeout=options["approval_timeout"],
+        allowed_paths=tuple(Path(p).resolve() for p in options["allowed_paths"]),
+    )
+    return Target(
+        name=target_name(database), database=database, writer_database=options["writer_database"], policy=policy
+    )
+
+
+def target_name(database: str | None) -> str:
+    """A short name for the only target: `demo`, the SQLite file's stem, or the PostgreSQL database's name."""
+    if database is None:
+        return "demo"
+    stem = urlsplit(database).path.rsplit("/", 1)[-1] if "://" in database else Path(database).stem
+    return re.sub(r"[^A-Za-z0-9_-]+", "_", stem).strip("_") or "default"
+
+
+def run(settings: Settings, announce: Callable[[str], None]) -> None:
+    """Open every target and the audit log, listen, announce the safety modes, serve until stopped."""
+    databases = open_databases(settings)
+    try:
+        settings.audit_path.parent.mkdir(parents=True, exist_ok=True)
+        audit = SqliteAuditStore.open(settings.audit_path)
+        listener = _listen(settings) if settings.transport is Transport.HTTP else None
+    except BaseException:
+        anyio.run(_close, databases)
+        raise
+    where = "over stdio" if listener is None else f"at http://{settings.host}:{listener.getsockname()[1]}/mcp"
+    for target in settings.targets:
+        announce(f"target {target.safety_mode()}")
+    labels = ", ".join(database.label for database in databases.values())
+    announce(f"SafeDB {__version__} serving {labels} {where}")
+    with contextlib.suppress(KeyboardInterrupt):
+        anyio.run(app.serve, settings, databases, audit, listener)
+
+
+def open_databases(settings: Settings) -> dict[str, Database]:
+    databases: dict[str, Database] = {}
+    try:
+        for target in settings.targets:
+            location = target.database or str(ensure_demo_database(settings.data_dir))
+            databases[target.name] = open_database(
+                location, settings.limits, writer_url=target.writer_database, readers=settings.readers
+            )
+    except BaseException:
+        anyio.run(_close, databases)
+        raise
+    return databases
+
+
+def _listen(settings: Settings) -> socket.socket:
+    try:
+        return app.bind(settings.host, settings.port)
+    except OSError as exc:
+        raise ConfigurationError(f"Cannot listen on {settings.host}:{settings.port}: {exc.strerror}") from None
+
+
+async def _close(databases: Mapping[str, Database]) -> None:
+    for database in databases.values():
+        await database.aclose()
