@@ -15,6 +15,7 @@ from safedb.audit.commands import audit_commands
 from safedb.client.commands import call, client, demo
 from safedb.errors import SafeDBError
 from safedb.settings import Transport, default_data_dir
+from safedb.web.passwords import hash_password
 
 logger = logging.getLogger("safedb")
 
@@ -124,6 +125,13 @@ def serve(ctx: click.Context, /, config: Path | None, log_level: str, **options:
         launch.run(settings, lambda line: click.echo(line, err=True))
     except (SafeDBError, OSError) as exc:
         raise click.ClickException(str(exc)) from None
+
+
+@main.command("approver-hash")
+@click.option("--password", prompt=True, hide_input=True, confirmation_prompt=True, help="Read from the terminal.")
+def approver_hash(password: str) -> None:
+    """Print the password hash of an approver, for `server.approvers` in the configuration file."""
+    click.echo(hash_password(password))
 
 
 main.add_command(audit_commands)

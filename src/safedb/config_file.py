@@ -7,6 +7,7 @@ setting (a test checks that it does).
 
 from __future__ import annotations
 
+import dataclasses
 import tomllib
 from pathlib import Path
 from typing import Literal
@@ -15,8 +16,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from safedb.db.backend import QueryLimits
 from safedb.errors import ConfigurationError
-from safedb.settings import Environment, Policy, Settings, Target, Transport
+from safedb.settings import Approver, Channel, Environment, Policy, Settings, Target, Transport
 from safedb.sql.classification import ChangeCategory
+from safedb.web.passwords import is_password_hash
 
 CategoryName = Literal["data", "schema", "database", "extension", "unknown"]
 
@@ -39,7 +41,15 @@ class PolicySection(BaseModel):
     min_justification: int = Field(default=10, ge=0)
     type_target_name: bool = False
     approval_timeout: float = Field(default=600.0, gt=0)
+    channel: Literal["form", "web"] = "form"
     allowed_paths: list[str] = []
+
+
+class ApproverSection(BaseModel):
+    model_config = _STRICT
+
+    name: str = Field(min_length=1)
+    password_hash: str
 
 
 class TargetSection(BaseModel):
@@ -63,6 +73,8 @@ class ServerSection(BaseModel):
     text_rows: int = Field(default=50, ge=0)
     readers: int = Field(default=4, ge=1)
     progress_interval: float = Field(default=10.0, gt=0)
+    public_url: str | None = None
+    approvers: list[ApproverSection] = []
 
 
 class LimitsSection(BaseModel):
@@ -108,9 +120,19 @@ def _settings(config: ConfigFile, base: Path) -> Settings:
     for key in server.request_state_keys:
         if len(key.encode()) < 32:
             raise ConfigurationError("server.request_state_keys: each key must be at least 32 bytes")
-    data_dir = {"data_dir": _path(server.data_dir, base)} if server.data_dir else {}
-    return Settings(
-        targets=tuple(_target(name, section, base) for name, section in config.targets.items()),
+    for approver in server.approvers:
+        if not is_password_hash(approver.password_hash):
+            raise ConfigurationError(
+                f"server.approvers: the password_hash of {approver.name!r} is not one `safedb approver-hash` made"
+            )
+    targets = tuple(_target(name, section, base) for name, section in config.targets.items())
+    if any(t.policy.channel is Channel.WEB for t in targets):
+        if not server.approvers:
+            raise ConfigurationError('A target approves on the web page (channel = "web"): configure server.approvers')
+        if server.transport != "http":
+            raise ConfigurationError('The approval page (channel = "web") needs server.transport = "http"')
+    settings = Settings(
+        targets=targets,
         transport=Transport(server.transport),
         host=server.host,
         port=server.port,
@@ -125,8 +147,10 @@ def _settings(config: ConfigFile, base: Path) -> Settings:
             statement_timeout=limits.statement_timeout,
             preview_timeout=limits.preview_timeout,
         ),
-        **data_dir,
+        approvers=tuple(Approver(a.name, a.password_hash) for a in server.approvers),
+        public_url=server.public_url,
     )
+    return dataclasses.replace(settings, data_dir=_path(server.data_dir, base)) if server.data_dir else settings
 
 
 def _target(name: str, section: TargetSection, base: Path) -> Target:
@@ -145,6 +169,7 @@ def _target(name: str, section: TargetSection, base: Path) -> Target:
             min_justification=policy.min_justification,
             type_target_name=policy.type_target_name,
             approval_timeout=policy.approval_timeout,
+            channel=Channel(policy.channel),
             allowed_paths=tuple(_path(p, base) for p in policy.allowed_paths),
         ),
     )

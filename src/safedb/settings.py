@@ -25,6 +25,23 @@ class Environment(StrEnum):
     PRODUCTION = "production"
 
 
+class Channel(StrEnum):
+    """How a target asks for approval."""
+
+    FORM = "form"
+    """A form elicitation answered at the MCP client."""
+    WEB = "web"
+    """A URL-mode elicitation: an approver decides on SafeDB's own approval page."""
+
+
+@dataclass(frozen=True)
+class Approver:
+    """A person who may decide on the approval page. `password_hash` comes from `safedb approver-hash`."""
+
+    name: str
+    password_hash: str
+
+
 def default_data_dir() -> Path:
     return platformdirs.user_data_path("safedb", appauthor=False)
 
@@ -46,6 +63,7 @@ class Policy:
     """The form also asks the person to type the target's name, which must match."""
     approval_timeout: float = 600.0
     """Seconds a question waits for a person; unanswered by then, it counts as cancelled."""
+    channel: Channel = Channel.FORM
     allowed_paths: tuple[Path, ...] = ()
     """Directories ATTACH and VACUUM INTO may use; outside them both are refused outright."""
 
@@ -53,7 +71,8 @@ class Policy:
         """One line such as `changes ask first; refused: extension loading`."""
         asked = sorted(str(c) for c in self.ask - self.refuse)
         free = sorted(str(c) for c in ALL_CATEGORIES - self.ask - self.refuse)
-        parts = [f"asks before: {', '.join(asked)}" if asked else "asks before nothing"]
+        where = "on the approval page" if self.channel is Channel.WEB else "at the client"
+        parts = [f"asks {where} before: {', '.join(asked)}" if asked else "asks before nothing"]
         if self.refuse:
             parts.append(f"refused: {', '.join(sorted(str(c) for c in self.refuse))}")
         if free:
@@ -98,6 +117,10 @@ class Settings:
     that share them and the audit log can finish each other's approval rounds. Empty: a per-process key."""
     audit_db: Path | None = None
     """The audit log file; None keeps it in `data_dir`."""
+    approvers: tuple[Approver, ...] = ()
+    """Who may decide on the approval page (targets whose channel is `web`)."""
+    public_url: str | None = None
+    """The server's address as approvers' browsers reach it, for approval links; None: as the client called it."""
 
     @property
     def audit_path(self) -> Path:

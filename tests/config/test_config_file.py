@@ -126,6 +126,18 @@ def _setting_keys() -> set[str]:
     return keys
 
 
+def test_web_channel_needs_approvers(tmp_path: Path) -> None:
+    text = "[targets.prod.policy]\nchannel = 'web'\n"
+    with pytest.raises(ConfigurationError, match=re.escape("configure server.approvers")):
+        load_settings(write(tmp_path, text))
+
+
+def test_approver_password_must_be_a_hash(tmp_path: Path) -> None:
+    text = "[server]\napprovers = [{ name = 'alice', password_hash = 'secret' }]\n[targets.a]\n"
+    with pytest.raises(ConfigurationError, match=re.escape("not one `safedb approver-hash` made")):
+        load_settings(write(tmp_path, text))
+
+
 def test_every_setting_is_documented() -> None:
     documented = _documented_keys()
     missing = _setting_keys() - documented

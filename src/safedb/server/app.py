@@ -13,12 +13,15 @@ from mcp.server.request_state import RequestStateSecurity
 from mcp_types import ToolAnnotations
 
 from safedb import __version__
+from safedb.approval.board import ApprovalBoard
 from safedb.audit import AuditStore
 from safedb.db.backend import Database
 from safedb.server.elicitation import ApprovalChannel
 from safedb.server.targets import ServedTarget, ServedTargets
 from safedb.server.tools import SafeDBTools
+from safedb.server.web_channel import WebApprovalChannel
 from safedb.settings import Settings
+from safedb.web.routes import approval_routes
 
 logger = logging.getLogger(__name__)
 
@@ -49,7 +52,11 @@ def build_server(settings: Settings, databases: Mapping[str, Database], audit: A
     server: MCPServer = MCPServer(
         name="SafeDB", instructions=INSTRUCTIONS, version=__version__, request_state_security=security
     )
-    tools = SafeDBTools(targets, audit, ApprovalChannel(settings.progress_interval), settings.text_rows)
+    board = ApprovalBoard()
+    web_channel = WebApprovalChannel(board, settings.public_url, settings.progress_interval)
+    tools = SafeDBTools(targets, audit, ApprovalChannel(settings.progress_interval), web_channel, settings.text_rows)
+    for route in approval_routes(board, settings.approvers):
+        server.custom_route(route.path, methods=sorted(route.methods or ()))(route.endpoint)
     modes = "Targets and their safety modes: " + "; ".join(t.safety_mode() for t in settings.targets) + "."
     server.add_tool(
         tools.execute_query,

@@ -30,7 +30,7 @@ class CallAudit:
     def __init__(self, store: AuditStore, target: str, caller: str, sql: str) -> None:
         self._store = store
         self._target = target
-        self._caller = caller
+        self.caller = caller
         self._sql = sql
         self.request_id = uuid.uuid4().hex
         self._classification: Classification | None = None
@@ -57,9 +57,9 @@ class CallAudit:
 
     def _event(self, decision: AuditDecision, fields: dict[str, Any]) -> AuditEvent:
         if self._classification is None:
-            event = AuditEvent(decision, self.request_id, self._target, self._sql, caller=self._caller)
+            event = AuditEvent(decision, self.request_id, self._target, self._sql, caller=self.caller)
         else:
             event = AuditEvent.about(
-                decision, self._classification, request_id=self.request_id, target=self._target, caller=self._caller
+                decision, self._classification, request_id=self.request_id, target=self._target, caller=self.caller
             )
         return event.followed_by(decision, **fields) if fields else event

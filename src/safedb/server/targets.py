@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from safedb.approval.verification import ApprovalRules, SafetyVerification, verification_form
 from safedb.db.backend import Database
 from safedb.errors import ConfigurationError, SafeDBError
-from safedb.settings import Environment, Target
+from safedb.settings import Channel, Environment, Target
 from safedb.sql.classification import Classification
 from safedb.sql.policy import DenyList
 
@@ -39,7 +39,8 @@ class ServedTarget:
             target_name=self.name,
             production_target=self.target.environment is Environment.PRODUCTION,
             min_production_justification=policy.min_justification,
-            type_target_name=policy.type_target_name,
+            # On the approval page the approver sees the target itself; only the form asks to type it.
+            type_target_name=policy.type_target_name and policy.channel is Channel.FORM,
         )
 
     @property

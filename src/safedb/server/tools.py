@@ -14,9 +14,11 @@ from safedb.audit import AuditDecision, AuditStore, AuditWriteFailed, decision_f
 from safedb.db.backend import TableDescription
 from safedb.errors import ApprovalReused, DeniedByPolicy, QueryFailed, SafeDBError
 from safedb.server.auditing import CallAudit, describe_caller
-from safedb.server.elicitation import ApprovalChannel, Question, client_can_elicit
+from safedb.server.elicitation import ApprovalChannel, Question, Reply, client_can_elicit
 from safedb.server.rendering import error_result, format_table, rows_result, text_result, write_result
 from safedb.server.targets import ServedTarget, ServedTargets, UnknownTarget
+from safedb.server.web_channel import WebApprovalChannel, WebQuestion, client_can_open_urls
+from safedb.settings import Channel
 from safedb.sql.classification import Classification
 
 logger = logging.getLogger(__name__)
@@ -30,6 +32,11 @@ NEEDS_ELICITATION = (
 
 NO_APPROVAL_NEEDED = "not asked: the target's policy runs this kind of change without approval"
 
+NEEDS_URL_ELICITATION = (
+    "Changes to this target are approved on SafeDB's approval page, which the client must be able to open "
+    "(URL-mode elicitation). This client did not declare that capability, so nothing was run."
+)
+
 _FAILED_VERDICTS = frozenset({Verdict.BLOCKED, Verdict.INVALID, Verdict.TIMED_OUT})
 
 
@@ -42,10 +49,18 @@ TargetArgument = Annotated[
 class SafeDBTools:
     """The tool functions, bound to the served targets and the audit log."""
 
-    def __init__(self, targets: ServedTargets, audit: AuditStore, channel: ApprovalChannel, text_rows: int) -> None:
+    def __init__(
+        self,
+        targets: ServedTargets,
+        audit: AuditStore,
+        channel: ApprovalChannel,
+        web_channel: WebApprovalChannel,
+        text_rows: int,
+    ) -> None:
         self.targets = targets
         self.audit = audit
         self.channel = channel
+        self.web_channel = web_channel
         self.text_rows = text_rows
 
     async def execute_query(
@@ -96,17 +111,8 @@ class SafeDBTools:
         if not served.needs_approval(classification):
             await audit.record_answer(AuditDecision.ACCEPTED, justification=NO_APPROVAL_NEEDED)
             return await self._run(served, classification, audit)
-        if not client_can_elicit(ctx):
-            await audit.record(AuditDecision.REFUSED, error=NEEDS_ELICITATION)
-            return error_result(NEEDS_ELICITATION)
-        question = Question(
-            text=lambda: self._question(served, classification),
-            asking=audit.asking,
-            form=served.form,
-            timeout=served.target.policy.approval_timeout,
-        )
-        reply = await self.channel.ask(ctx, classification, question)
-        if isinstance(reply, InputRequiredResult):
+        reply = await self._ask(ctx, served, classification, audit)
+        if isinstance(reply, CallToolResult | InputRequiredResult):
             return reply
         audit.request_id = reply.request_id
         decision = decide(reply.answer, reply.verification, served.rules)
@@ -120,6 +126,35 @@ class SafeDBTools:
         if not decision.approved:
             return _decision_result(decision)
         return await self._run(served, classification, audit)
+
+    async def _ask(
+        self, ctx: Context[Any, Any], served: ServedTarget, classification: Classification, audit: CallAudit
+    ) -> Reply | CallToolResult | InputRequiredResult:
+        """Put the question through the target's channel: the form at the client, or the approval page."""
+        policy = served.target.policy
+        if policy.channel is Channel.WEB:
+            if not client_can_open_urls(ctx):
+                await audit.record(AuditDecision.REFUSED, error=NEEDS_URL_ELICITATION)
+                return error_result(NEEDS_URL_ELICITATION)
+            question = WebQuestion(
+                target=served.name,
+                environment=str(served.target.environment),
+                impact=await self._impact(served, classification),
+                caller=audit.caller,
+                timeout=policy.approval_timeout,
+                min_justification=policy.min_justification,
+            )
+            return await self.web_channel.ask(ctx, classification, question, audit.asking)
+        if not client_can_elicit(ctx):
+            await audit.record(AuditDecision.REFUSED, error=NEEDS_ELICITATION)
+            return error_result(NEEDS_ELICITATION)
+        form = Question(
+            text=lambda: self._question(served, classification),
+            asking=audit.asking,
+            form=served.form,
+            timeout=policy.approval_timeout,
+        )
+        return await self.channel.ask(ctx, classification, form)
 
     async def _run(self, served: ServedTarget, classification: Classification, audit: CallAudit) -> CallToolResult:
         outcome = await served.database.write(classification)
@@ -156,6 +191,12 @@ class SafeDBTools:
             return error_result(f"There is no table or view named {name!r}. Use list_tables to see the names.")
         return _description_result(description)
 
+    async def _impact(self, served: ServedTarget, classification: Classification) -> tuple[str, ...]:
+        try:
+            return (await served.database.preview(classification)).lines
+        except SafeDBError as exc:
+            return (f"preview unavailable ({exc})",)
+
     async def _question(self, served: ServedTarget, classification: Classification) -> str:
         lines = [
             "SafeDB needs your approval before running a statement that changes the database.",
@@ -166,11 +207,7 @@ class SafeDBTools:
         ]
         if any(change.via or change.detail for change in classification.changes):
             lines.append("Details: " + "; ".join(str(change) for change in classification.changes))
-        try:
-            impact = await served.database.preview(classification)
-            lines.extend(f"Impact: {line}" for line in impact.lines)
-        except SafeDBError as exc:
-            lines.append(f"Impact: preview unavailable ({exc})")
+        lines.extend(f"Impact: {line}" for line in await self._impact(served, classification))
         lines.append(f"Target: {served.name} ({served.target.environment}, {served.database.label})")
         lines.append("")
         rules = served.rules

@@ -1,0 +1,170 @@
+"""URL-mode elicitation: the question goes to an approver on SafeDB's approval page, in both eras.
+
+Handshake era: the server sends a URL-mode `elicitation/create`; once the client consents to open it,
+the call waits for the approver's decision, then sends `notifications/elicitation/complete`.
+2026-07-28: the tool returns an `InputRequiredResult` carrying the URL and a ticket; each retry waits a
+little for the decision and, while it is still pending, hands the same question back.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+import anyio
+from mcp.server.mcpserver import Context
+from mcp.shared.exceptions import MCPError
+from mcp_types import ElicitRequest, ElicitRequestURLParams, ElicitResult, InputRequiredResult
+
+from safedb.approval.binding import ApprovalTicket
+from safedb.approval.board import ApprovalBoard, BoardVerdict, WebApproval
+from safedb.approval.verification import Answer, SafetyVerification
+from safedb.server.elicitation import APPROVAL_KEY, Reply, uses_input_required
+from safedb.sql.classification import Classification
+
+logger = logging.getLogger(__name__)
+
+# How long one 2026-07-28 retry waits for the approver before handing the question back.
+RETRY_WAIT = 20.0
+
+
+@dataclass(frozen=True)
+class WebQuestion:
+    target: str
+    environment: str
+    impact: tuple[str, ...]
+    caller: str
+    timeout: float
+    min_justification: int
+
+
+def client_can_open_urls(ctx: Context[Any, Any]) -> bool:
+    capabilities = ctx.client_capabilities
+    elicitation = capabilities.elicitation if capabilities is not None else None
+    return elicitation is not None and elicitation.url is not None
+
+
+class WebApprovalChannel:
+    """Sends approvals to the approval page and waits for the approver's decision."""
+
+    def __init__(self, board: ApprovalBoard, public_url: str | None, keepalive: float = 10.0) -> None:
+        self.board = board
+        self._public_url = public_url
+        self._keepalive = keepalive
+
+    async def ask(
+        self,
+        ctx: Context[Any, Any],
+        classification: Classification,
+        question: WebQuestion,
+        asking: Callable[[str], Awaitable[None]],
+    ) -> Reply | InputRequiredResult:
+        """The approver's decision as a `Reply`, or (2026-07-28) the question to hand back to the client."""
+        if uses_input_required(ctx):
+            return await self._ask_input_required(ctx, classification, question, asking)
+        ticket = ApprovalTicket.issue(classification, question.timeout)
+        approval = self._open(ticket, classification, question)
+        await asking(approval.id)
+        try:
+            consent = await ctx.session.elicit_url(
+                message=_message(approval),
+                url=self._link(ctx, approval),
+                elicitation_id=approval.id,
+                related_request_id=ctx.request_id,
+            )
+        except MCPError as exc:
+            logger.info("URL elicitation failed on the client side, treated as cancelled: %s", exc)
+            return Reply(Answer.CANCEL, None, approval.id)
+        if consent.action != "accept":
+            return Reply(Answer.DECLINE if consent.action == "decline" else Answer.CANCEL, None, approval.id)
+        async with anyio.create_task_group() as group:
+
+            async def wait() -> None:
+                with anyio.move_on_after(max(approval.expires - time.time(), 0)):
+                    await approval.decided.wait()
+                group.cancel_scope.cancel()
+
+            group.start_soon(wait)
+            group.start_soon(self._report_waiting, ctx)
+        await ctx.session.send_elicit_complete(approval.id, related_request_id=ctx.request_id)
+        return _reply(approval)
+
+    async def _ask_input_required(
+        self,
+        ctx: Context[Any, Any],
+        classification: Classification,
+        question: WebQuestion,
+        asking: Callable[[str], Awaitable[None]],
+    ) -> Reply | InputRequiredResult:
+        response = (ctx.input_responses or {}).get(APPROVAL_KEY)
+        ticket = ApprovalTicket.decode(ctx.request_state)
+        if isinstance(response, ElicitResult) and ticket is not None and ticket.covers(classification):
+            approval = self.board.get(ticket.id)
+            if response.action != "accept" or approval is None:
+                answer = Answer.DECLINE if response.action == "decline" else Answer.CANCEL
+                return Reply(answer, None, ticket.id)
+            with anyio.move_on_after(min(RETRY_WAIT, max(approval.expires - time.time(), 0))):
+                await approval.decided.wait()
+            if approval.verdict is BoardVerdict.PENDING and not approval.expired:
+                return self._question(ctx, approval, ticket)
+            return _reply(approval)
+        ticket = ApprovalTicket.issue(classification, question.timeout)
+        approval = self._open(ticket, classification, question)
+        await asking(approval.id)
+        return self._question(ctx, approval, ticket)
+
+    def _open(self, ticket: ApprovalTicket, classification: Classification, question: WebQuestion) -> WebApproval:
+        return self.board.open(
+            ticket.id,
+            target=question.target,
+            environment=question.environment,
+            classification=classification,
+            impact=question.impact,
+            caller=question.caller,
+            timeout=question.timeout,
+            min_justification=question.min_justification,
+        )
+
+    def _question(self, ctx: Context[Any, Any], approval: WebApproval, ticket: ApprovalTicket) -> InputRequiredResult:
+        params = ElicitRequestURLParams(message=_message(approval), url=self._link(ctx, approval))
+        return InputRequiredResult(
+            input_requests={APPROVAL_KEY: ElicitRequest(params=params)}, request_state=ticket.encode()
+        )
+
+    def _link(self, ctx: Context[Any, Any], approval: WebApproval) -> str:
+        base = self._public_url
+        if base is None:
+            request = ctx.request_context.request
+            url = getattr(request, "url", None)
+            base = f"{url.scheme}://{url.netloc}" if url is not None else "http://127.0.0.1"
+        return f"{base.rstrip('/')}/approvals/{approval.id}?t={approval.link_token}"
+
+    async def _report_waiting(self, ctx: Context[Any, Any]) -> None:
+        waited = 0.0
+        while True:
+            await anyio.sleep(self._keepalive)
+            waited += self._keepalive
+            await ctx.report_progress(waited, None, f"Waiting for an approver ({waited:.0f} s)")
+
+
+def _message(approval: WebApproval) -> str:
+    return (
+        f"SafeDB needs an approver to review this change to {approval.target} ({approval.environment}) on the "
+        f"approval page: {approval.classification.summary()}. Open the link to review and decide."
+    )
+
+
+def _reply(approval: WebApproval) -> Reply:
+    if approval.verdict is BoardVerdict.APPROVED:
+        verification = SafetyVerification(
+            confirm=True,
+            justification=f"{approval.approver}: {approval.justification}",
+            environment=approval.environment.capitalize(),  # type: ignore[arg-type]
+        )
+        return Reply(Answer.ACCEPT, verification, approval.id)
+    if approval.verdict is BoardVerdict.REJECTED:
+        return Reply(Answer.DECLINE, None, approval.id)
+    return Reply(Answer.TIMEOUT, None, approval.id)

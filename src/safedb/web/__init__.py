@@ -1,0 +1,1 @@
+"""The approval page: URL-mode elicitation decided by an approver in a browser."""

@@ -1,0 +1,97 @@
+"""The approval page's routes, served on the same HTTP app as /mcp.
+
+    GET  /approvals              the pending approvals (approvers only)
+    GET  /approvals/{id}?t=...   one approval: statement, classification, impact, client, time
+    POST /approvals/{id}         approve or reject it (approvers only, same origin, CSRF token, link token)
+
+A link works once: after a decision, or once the approval expires, it is refused.
+"""
+
+from __future__ import annotations
+
+import hmac
+from collections.abc import Sequence
+
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, Response
+from starlette.routing import Route
+
+from safedb.approval.board import ApprovalBoard, BoardVerdict, WebApproval
+from safedb.settings import Approver
+from safedb.web import pages
+from safedb.web.security import REALM, CsrfTokens, authenticated_approver, same_origin
+
+_NO_STORE = {"Cache-Control": "no-store", "X-Frame-Options": "DENY", "Referrer-Policy": "same-origin"}
+
+
+def approval_routes(board: ApprovalBoard, approvers: Sequence[Approver]) -> list[Route]:
+    csrf = CsrfTokens()
+
+    def respond(title: str, text: str, status: int) -> HTMLResponse:
+        return HTMLResponse(pages.message_page(title, text), status_code=status, headers=_NO_STORE)
+
+    def unauthorized() -> HTMLResponse:
+        response = respond("Approver sign-in needed", "Only a configured approver may see or decide approvals.", 401)
+        response.headers["WWW-Authenticate"] = REALM
+        return response
+
+    def find(request: Request, token: str | None) -> WebApproval | HTMLResponse:
+        approval = board.get(request.path_params["approval_id"])
+        if approval is None or token is None or not hmac.compare_digest(token, approval.link_token):
+            return respond("Unknown approval", "This approval link is not valid.", 404)
+        if approval.verdict is not BoardVerdict.PENDING:
+            return respond("Already decided", f"This approval was already {approval.verdict}; the link is used.", 410)
+        if approval.expired:
+            return respond("Expired", "This approval expired; nothing was run.", 410)
+        return approval
+
+    async def pending(request: Request) -> Response:
+        if authenticated_approver(request, approvers) is None:
+            return unauthorized()
+        return HTMLResponse(pages.pending_page(board.pending()), headers=_NO_STORE)
+
+    async def show(request: Request) -> Response:
+        approver = authenticated_approver(request, approvers)
+        if approver is None:
+            return unauthorized()
+        found = find(request, request.query_params.get("t"))
+        if isinstance(found, Response):
+            return found
+        body = pages.approval_page(found, csrf.issue(found.id, approver), found.min_justification)
+        return HTMLResponse(body, headers=_NO_STORE)
+
+    async def decide(request: Request) -> Response:
+        if not same_origin(request):
+            return respond("Refused", "Approvals can only be decided from SafeDB's own page.", 403)
+        approver = authenticated_approver(request, approvers)
+        if approver is None:
+            return unauthorized()
+        form = await request.form()
+        found = find(request, _text(form.get("t")))
+        if isinstance(found, Response):
+            return found
+        if not csrf.valid(_text(form.get("csrf")) or "", found.id, approver):
+            return respond("Refused", "The form is not valid for this approval; reload the page.", 403)
+        decision = _text(form.get("decision"))
+        justification = (_text(form.get("justification")) or "").strip()
+        if decision not in ("approve", "reject"):
+            return respond("Refused", "Choose approve or reject.", 400)
+        approve = decision == "approve"
+        minimum = found.min_justification if found.environment == "production" else 1
+        if approve and len(justification) < minimum:
+            return respond("Justification needed", f"Approving needs a justification of {minimum}+ characters.", 400)
+        if not board.decide(found, approve=approve, approver=approver, justification=justification):
+            return respond("Already decided", "This approval was decided or expired in the meantime.", 410)
+        if approve:
+            return respond("Approved", f"Approved by {approver}. The statement runs now; you may close this page.", 200)
+        return respond("Rejected", f"Rejected by {approver}. The statement will not run.", 200)
+
+    return [
+        Route("/approvals", pending, methods=["GET"]),
+        Route("/approvals/{approval_id}", show, methods=["GET"]),
+        Route("/approvals/{approval_id}", decide, methods=["POST"]),
+    ]
+
+
+def _text(value: object) -> str | None:
+    return value if isinstance(value, str) else None

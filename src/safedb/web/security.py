@@ -1,0 +1,64 @@
+"""Who may decide, and that a decision comes from SafeDB's own page: Basic auth against the configured
+approvers, a same-origin check, and a CSRF token bound to the approval and the approver."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import hmac
+import secrets
+from collections.abc import Sequence
+
+from starlette.requests import Request
+
+from safedb.settings import Approver
+from safedb.web.passwords import verify_password
+
+REALM = 'Basic realm="SafeDB approvals", charset="UTF-8"'
+
+
+def authenticated_approver(request: Request, approvers: Sequence[Approver]) -> str | None:
+    """The approver named by the request's Basic credentials, when the password is right."""
+    header = request.headers.get("authorization", "")
+    scheme, _, encoded = header.partition(" ")
+    if scheme.lower() != "basic":
+        return None
+    try:
+        name, _, password = base64.b64decode(encoded, validate=True).decode("utf-8").partition(":")
+    except (binascii.Error, UnicodeDecodeError):
+        return None
+    for approver in approvers:
+        if hmac.compare_digest(approver.name, name) and verify_password(approver.password_hash, password):
+            return approver.name
+    return None
+
+
+def same_origin(request: Request) -> bool:
+    """False for a request a browser marks as coming from another site.
+
+    Browsers send `Origin` on every POST and `Sec-Fetch-Site` on every request; either one that names
+    another origin refuses the request. Clients that send neither are not browsers, so no other site
+    can make them send an approver's credentials.
+    """
+    fetch_site = request.headers.get("sec-fetch-site")
+    if fetch_site is not None and fetch_site not in ("same-origin", "none"):
+        return False
+    origin = request.headers.get("origin")
+    if origin is None:
+        return True
+    return origin == f"{request.url.scheme}://{request.url.netloc}"
+
+
+class CsrfTokens:
+    """Tokens a form carries: an HMAC of the approval id and the approver under a key of this process."""
+
+    def __init__(self) -> None:
+        self._key = secrets.token_bytes(32)
+
+    def issue(self, approval_id: str, approver: str) -> str:
+        message = f"{approval_id}\n{approver}".encode()
+        return hmac.new(self._key, message, hashlib.sha256).hexdigest()
+
+    def valid(self, token: str, approval_id: str, approver: str) -> bool:
+        return hmac.compare_digest(token, self.issue(approval_id, approver))

@@ -1,0 +1,224 @@
+"""The approval page in a real headless Chromium: a tool call waits in URL mode, an approver decides.
+
+Screenshots of the page are saved under test-artifacts/ for review.
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+import shutil
+import sys
+import urllib.error
+import urllib.parse
+import urllib.request
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from mcp.client.client import Client
+from mcp_types import CallToolResult, ElicitRequestURLParams, ElicitResult
+from playwright.async_api import async_playwright
+
+from safedb.audit import AuditQuery, SqliteAuditStore
+from safedb.db.demo import ensure_demo_database
+from safedb.web.passwords import hash_password
+from tests.helpers import ServerProcess, rows, serving_process
+
+pytestmark = pytest.mark.anyio
+
+ROOT = Path(__file__).resolve().parents[2]
+ARTIFACTS = ROOT / "test-artifacts"
+CHROMIUM = os.environ.get("SAFEDB_CHROMIUM", "/usr/bin/chromium")
+PASSWORD = "correct horse battery staple"
+QUERY = "DELETE FROM invoices WHERE status = 'void'"
+CHROMIUM_ARGS = [
+    "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
+    "--disable-component-update", "--disable-sync",
+]  # fmt: skip
+
+
+def require_chromium() -> None:
+    if shutil.which(CHROMIUM) is None and not Path(CHROMIUM).exists():
+        if os.environ.get("SAFEDB_REQUIRE_ALL") == "1":
+            pytest.fail(f"Chromium is required (SAFEDB_REQUIRE_ALL=1) but {CHROMIUM} is missing")
+        pytest.skip(f"Chromium not installed at {CHROMIUM}")
+
+
+@pytest.fixture
+def served(tmp_path: Path) -> Iterator[tuple[ServerProcess, Path, Path]]:
+    database = ensure_demo_database(tmp_path / "prod")
+    audit = tmp_path / "audit.db"
+    config = tmp_path / "safedb.toml"
+    config.write_text(
+        f"""
+[server]
+audit_db = "{audit.name}"
+approvers = [{{ name = "alice", password_hash = "{hash_password(PASSWORD, iterations=1000)}" }}]
+
+[targets.prod]
+database = "prod/demo.db"
+environment = "production"
+
+[targets.prod.policy]
+channel = "web"
+approval_timeout = 60
+""",
+        encoding="utf-8",
+    )
+    command = [sys.executable, "-m", "safedb", "serve", "--config", str(config), "--port", "0"]
+    with serving_process(command, env={"SAFEDB_DATA_DIR": str(tmp_path / "data")}) as server:
+        yield server, database, audit
+
+
+class UrlResponder:
+    """Consents to open every URL-mode question and hands the URL to the test (as a person's client would)."""
+
+    def __init__(self) -> None:
+        self.urls: list[str] = []
+        self.seen = anyio.Event()
+
+    async def __call__(self, context: Any, params: Any) -> ElicitResult:
+        assert isinstance(params, ElicitRequestURLParams)
+        self.urls.append(params.url)
+        self.seen.set()
+        return ElicitResult(action="accept")
+
+
+@asynccontextmanager
+async def waiting_call(url: str, mode: str) -> AsyncIterator[tuple[UrlResponder, list[CallToolResult]]]:
+    """Start execute_query in the background; yield once the approval link has arrived."""
+    responder = UrlResponder()
+    results: list[CallToolResult] = []
+    async with Client(url, mode=mode, elicitation_callback=responder) as client, anyio.create_task_group() as group:
+
+        async def call() -> None:
+            results.append(await client.call_tool("execute_query", {"query": QUERY, "target": "prod"}))
+
+        group.start_soon(call)
+        with anyio.fail_after(30):
+            await responder.seen.wait()
+        yield responder, results
+        with anyio.fail_after(60):
+            while not results:
+                await anyio.sleep(0.05)
+
+
+async def decide_in_browser(link: str, button: str, justification: str, shot: str) -> str:
+    ARTIFACTS.mkdir(exist_ok=True)
+    async with async_playwright() as playwright:
+        browser = await playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+        try:
+            context = await browser.new_context(http_credentials={"username": "alice", "password": PASSWORD})
+            page = await context.new_page()
+            await page.goto(link)
+            assert QUERY in (await page.inner_text("#statement")).replace("\n", " ")
+            assert "data change (delete)" in await page.inner_text("#classification")
+            assert "1 row would be affected" in await page.inner_text("#impact")
+            assert "mcp" in await page.inner_text("#caller")
+            await page.fill("#justification", justification)
+            await page.screenshot(path=str(ARTIFACTS / f"{shot}-before.png"), full_page=True)
+            await page.click(f"button.{button}")
+            await page.wait_for_selector("#message")
+            await page.screenshot(path=str(ARTIFACTS / f"{shot}-after.png"), full_page=True)
+            return await page.inner_text("#message")
+        finally:
+            await browser.close()
+
+
+def audit_records(path: Path) -> list[tuple[str, str | None]]:
+    with SqliteAuditStore.open(path, readonly=True) as store:
+        return [(str(r.decision), r.justification) for r in store.records(AuditQuery())]
+
+
+def post(url: str, fields: dict[str, str], headers: dict[str, str]) -> int:
+    request = urllib.request.Request(url, data=urllib.parse.urlencode(fields).encode(), headers=headers, method="POST")
+    try:
+        with urllib.request.urlopen(request, timeout=10) as response:
+            return int(response.status)
+    except urllib.error.HTTPError as error:
+        error.close()
+        return error.code
+
+
+BASIC = "Basic " + base64.b64encode(f"alice:{PASSWORD}".encode()).decode()
+
+
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+async def test_approve_on_the_page_runs_the_statement(served: tuple[ServerProcess, Path, Path], mode: str) -> None:
+    require_chromium()
+    server, database, audit = served
+    async with waiting_call(server.url, mode) as (responder, results):
+        message = await decide_in_browser(
+            responder.urls[0], "approve", "Removing voided invoice per OPS-42", f"approve-{mode}"
+        )
+    assert "Approved by alice" in message
+    (result,) = results
+    assert not result.is_error, result.content
+    assert result.structured_content is not None
+    assert result.structured_content["status"] == "executed"
+    assert rows(database, "SELECT count(*) FROM invoices WHERE status = 'void'") == [(0,)]
+    decisions = audit_records(audit)
+    assert [d for d, _ in decisions] == ["requested", "accepted", "executed"]
+    assert decisions[1][1] == "alice: Removing voided invoice per OPS-42"
+    # The link is used: neither the page nor a decision is accepted again.
+    used = urllib.request.Request(responder.urls[0], headers={"Authorization": BASIC})
+    with pytest.raises(urllib.error.HTTPError) as gone:
+        urllib.request.urlopen(used, timeout=10)
+    gone.value.close()
+    assert gone.value.code == 410
+
+
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+async def test_reject_on_the_page_changes_nothing(served: tuple[ServerProcess, Path, Path], mode: str) -> None:
+    require_chromium()
+    server, database, audit = served
+    async with waiting_call(server.url, mode) as (responder, results):
+        message = await decide_in_browser(responder.urls[0], "reject", "", f"reject-{mode}")
+    assert "Rejected by alice" in message
+    (result,) = results
+    assert result.structured_content is not None
+    assert result.structured_content["status"] == "declined"
+    assert rows(database, "SELECT count(*) FROM invoices WHERE status = 'void'") == [(1,)]
+    assert [d for d, _ in audit_records(audit)] == ["requested", "declined"]
+
+
+async def test_cross_site_and_unauthenticated_posts_are_refused(served: tuple[ServerProcess, Path, Path]) -> None:
+    server, database, _ = served
+    async with waiting_call(server.url, "legacy") as (responder, results):
+        link = responder.urls[0]
+        token = urllib.parse.parse_qs(urllib.parse.urlsplit(link).query)["t"][0]
+        fields = {"t": token, "csrf": "x", "decision": "approve", "justification": "a justification long enough"}
+        cross_site = post(link, fields, {"Authorization": BASIC, "Origin": "http://evil.example"})
+        fetch_site = post(link, fields, {"Authorization": BASIC, "Sec-Fetch-Site": "cross-site"})
+        no_credentials = post(link, fields, {})
+        wrong_token = post(link, fields, {"Authorization": BASIC})
+        assert rows(database, "SELECT count(*) FROM invoices WHERE status = 'void'") == [(1,)]
+        message = await decide_in_browser(link, "reject", "", "refused-then-rejected")
+    assert (cross_site, fetch_site, no_credentials, wrong_token) == (403, 403, 401, 403)
+    assert "Rejected" in message
+    assert results[0].structured_content is not None
+    assert results[0].structured_content["status"] == "declined"
+
+
+async def test_pending_list_needs_an_approver(served: tuple[ServerProcess, Path, Path]) -> None:
+    server, _, _ = served
+    base = server.url.removesuffix("/mcp")
+    async with waiting_call(server.url, "legacy") as (responder, _results):
+        with pytest.raises(urllib.error.HTTPError) as anonymous:
+            urllib.request.urlopen(f"{base}/approvals", timeout=10)
+        listed = (
+            urllib.request.urlopen(
+                urllib.request.Request(f"{base}/approvals", headers={"Authorization": BASIC}), timeout=10
+            )
+            .read()
+            .decode()
+        )
+        assert "review" in listed
+        assert "DELETE FROM invoices" in listed
+        await decide_in_browser(responder.urls[0], "reject", "", "list-then-rejected")
+    anonymous.value.close()
+    assert anonymous.value.code == 401
