@@ -109,7 +109,7 @@ async def test_config_file_serves_several_targets(tmp_path: Path) -> None:
             )
             other = await client.call_tool("execute_query", {"query": "DROP TABLE invoices", "target": "dev"})
             unknown = await client.call_tool("list_tables", {"target": "staging"})
-    assert "target dev (development): asks before:" in log
+    assert "target dev (development): asks at the client before:" in log
     assert "target prod (production):" in log
     assert "refused: extension loading, schema change" in log
     assert "prod (production)" in (tools["execute_query"].description or "")

@@ -12,7 +12,7 @@ import anyio
 import pytest
 from mcp.client.client import Client
 from mcp.shared.exceptions import MCPError
-from mcp_types import ElicitResult, InputRequiredResult
+from mcp_types import ElicitResult, Implementation, InputRequiredResult
 
 from safedb.settings import Policy
 from tests.helpers import Responder, in_process_server, rows
@@ -238,3 +238,26 @@ async def test_input_required_answer_after_the_timeout_does_not_run(demo_db: Pat
     assert late.structured_content is not None
     assert late.structured_content["status"] == "timed_out"
     assert rows(demo_db, "SELECT count(*) FROM invoices") == [(8,)]
+
+
+async def test_an_answer_from_another_client_is_a_new_question(demo_db: Path) -> None:
+    """The ticket binds the question to the client it was put to: another client's answer does not count."""
+    accept = ElicitResult(
+        action="accept", content={"confirm": True, "justification": "test", "environment": "Development"}
+    )
+    async with in_process_server(demo_db) as (server, _):
+        async with Client(server, elicitation_callback=Responder()) as asker:
+            asked = await asker.session.call_tool(
+                "execute_query", {"query": "DELETE FROM invoices WHERE id = 7"}, allow_input_required=True
+            )
+        assert isinstance(asked, InputRequiredResult)
+        assert asked.input_requests is not None
+        (key,) = asked.input_requests
+        other = Implementation(name="someone-else", version="9.9")
+        async with Client(server, elicitation_callback=Responder(), client_info=other) as intruder:
+            answered = await intruder.session.call_tool(
+                "execute_query", {"query": "DELETE FROM invoices WHERE id = 7"}, input_responses={key: accept},
+                request_state=asked.request_state, allow_input_required=True,
+            )  # fmt: skip
+    assert isinstance(answered, InputRequiredResult)
+    assert rows(demo_db, "SELECT count(*) FROM invoices WHERE id = 7") == [(1,)]

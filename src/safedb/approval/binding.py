@@ -1,5 +1,5 @@
-"""Binding an approval to exactly one statement and one classification, for a limited time (the audit log
-makes it count once)."""
+"""Binding an approval to exactly one statement, classification and client, for a limited time (the audit
+log makes it count once)."""
 
 from __future__ import annotations
 
@@ -25,21 +25,28 @@ class ApprovalTicket:
     """SHA-256 of the statement text."""
     changes: str
     """SHA-256 of what the statement was classified to do, so a changed schema means a new question."""
+    caller: str
+    """SHA-256 of the client the question was put to; an answer counts only from the same client."""
     expires: float
     """Unix time after which an answer no longer counts."""
 
     @classmethod
-    def issue(cls, classification: Classification, ttl: float) -> ApprovalTicket:
+    def issue(cls, classification: Classification, ttl: float, caller: str) -> ApprovalTicket:
         return cls(
             id=uuid.uuid4().hex,
             statement=digest(classification.statement),
             changes=changes_digest(classification),
+            caller=digest(caller),
             expires=time.time() + ttl,
         )
 
-    def covers(self, classification: Classification) -> bool:
-        """True when the ticket was issued for this exact statement and classification (expired or not)."""
-        return self.statement == digest(classification.statement) and self.changes == changes_digest(classification)
+    def covers(self, classification: Classification, caller: str) -> bool:
+        """True when the ticket was issued for this exact statement, classification and client (expired or not)."""
+        return (
+            self.statement == digest(classification.statement)
+            and self.changes == changes_digest(classification)
+            and self.caller == digest(caller)
+        )
 
     @property
     def expired(self) -> bool:
@@ -57,8 +64,13 @@ class ApprovalTicket:
             data = json.loads(text)
             if data.pop("v") != 1:
                 return None
-            return cls(id=str(data["id"]), statement=str(data["statement"]), changes=str(data["changes"]),
-                       expires=float(data["expires"]))  # fmt: skip
+            return cls(
+                id=str(data["id"]),
+                statement=str(data["statement"]),
+                changes=str(data["changes"]),
+                caller=str(data["caller"]),
+                expires=float(data["expires"]),
+            )
         except (ValueError, KeyError, TypeError, AttributeError):
             return None
 

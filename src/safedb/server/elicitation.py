@@ -55,6 +55,8 @@ class Question:
     text: Callable[[], Awaitable[str]]
     asking: Callable[[str], Awaitable[None]]
     """Called with the request id before the question is sent; if it raises, nothing is asked."""
+    caller: str = ""
+    """Who is asked; a 2026-07-28 answer counts only from the same client."""
     form: type[SafetyVerification] = SafetyVerification
     timeout: float = 600.0
     """Seconds to wait for the person; unanswered by then, the question counts as cancelled."""
@@ -133,11 +135,11 @@ class ApprovalChannel:
     ) -> Reply | InputRequiredResult:
         response = (ctx.input_responses or {}).get(APPROVAL_KEY)
         ticket = ApprovalTicket.decode(ctx.request_state)
-        if isinstance(response, ElicitResult) and ticket is not None and ticket.covers(classification):
+        if isinstance(response, ElicitResult) and ticket is not None and ticket.covers(classification, question.caller):
             if ticket.expired:
                 return Reply(Answer.TIMEOUT, None, ticket.id)
             return _reply(response, question.form, ticket.id)
-        ticket = ApprovalTicket.issue(classification, question.timeout)
+        ticket = ApprovalTicket.issue(classification, question.timeout, question.caller)
         text = await question.text()
         await question.asking(ticket.id)
         params = ElicitRequestFormParams(message=text, requested_schema=requested_schema(question.form))

@@ -151,6 +151,7 @@ class SafeDBTools:
         form = Question(
             text=lambda: self._question(served, classification),
             asking=audit.asking,
+            caller=audit.caller,
             form=served.form,
             timeout=policy.approval_timeout,
         )

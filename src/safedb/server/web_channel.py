@@ -65,7 +65,7 @@ class WebApprovalChannel:
         """The approver's decision as a `Reply`, or (2026-07-28) the question to hand back to the client."""
         if uses_input_required(ctx):
             return await self._ask_input_required(ctx, classification, question, asking)
-        ticket = ApprovalTicket.issue(classification, question.timeout)
+        ticket = ApprovalTicket.issue(classification, question.timeout, question.caller)
         approval = self._open(ticket, classification, question)
         await asking(approval.id)
         try:
@@ -101,7 +101,7 @@ class WebApprovalChannel:
     ) -> Reply | InputRequiredResult:
         response = (ctx.input_responses or {}).get(APPROVAL_KEY)
         ticket = ApprovalTicket.decode(ctx.request_state)
-        if isinstance(response, ElicitResult) and ticket is not None and ticket.covers(classification):
+        if isinstance(response, ElicitResult) and ticket is not None and ticket.covers(classification, question.caller):
             approval = self.board.get(ticket.id)
             if response.action != "accept" or approval is None:
                 answer = Answer.DECLINE if response.action == "decline" else Answer.CANCEL
@@ -111,7 +111,7 @@ class WebApprovalChannel:
             if approval.verdict is BoardVerdict.PENDING and not approval.expired:
                 return self._question(ctx, approval, ticket)
             return _reply(approval)
-        ticket = ApprovalTicket.issue(classification, question.timeout)
+        ticket = ApprovalTicket.issue(classification, question.timeout, question.caller)
         approval = self._open(ticket, classification, question)
         await asking(approval.id)
         return self._question(ctx, approval, ticket)
