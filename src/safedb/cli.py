@@ -90,8 +90,9 @@ def main() -> None:
     "sharing the keys and the audit log can finish each other's approval rounds. Default: a per-process key.",
 )  # fmt: skip
 @click.option(
-    "--audit-db", type=click.Path(dir_okay=False, path_type=Path), envvar="SAFEDB_AUDIT_DB",
-    help="The audit log file (created if missing). Default: audit.db in the data directory.",
+    "--audit-db", envvar="SAFEDB_AUDIT_DB", metavar="PATH|URL",
+    help="The audit log: an SQLite file (created if missing) or a postgresql:// URL (a dedicated schema, "
+    "see docs/audit.md). Default: audit.db in the data directory.",
 )  # fmt: skip
 @click.option(
     "--data-dir", type=click.Path(file_okay=False, path_type=Path), envvar="SAFEDB_DATA_DIR",

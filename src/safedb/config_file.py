@@ -14,6 +14,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from safedb.audit.open import is_postgres_url
 from safedb.db.backend import QueryLimits
 from safedb.errors import ConfigurationError
 from safedb.settings import Approver, Channel, Environment, Policy, Settings, Target, Transport
@@ -136,7 +137,7 @@ def _settings(config: ConfigFile, base: Path) -> Settings:
         transport=Transport(server.transport),
         host=server.host,
         port=server.port,
-        audit_db=_path(server.audit_db, base) if server.audit_db else None,
+        audit_db=_audit_location(server.audit_db, base),
         request_state_keys=tuple(server.request_state_keys),
         text_rows=server.text_rows,
         readers=server.readers,
@@ -173,6 +174,12 @@ def _target(name: str, section: TargetSection, base: Path) -> Target:
             allowed_paths=tuple(_path(p, base) for p in policy.allowed_paths),
         ),
     )
+
+
+def _audit_location(value: str | None, base: Path) -> str | Path | None:
+    if value is None:
+        return None
+    return value if is_postgres_url(value) else _path(value, base)
 
 
 def _path(value: str, base: Path) -> Path:

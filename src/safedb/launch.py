@@ -15,7 +15,7 @@ from urllib.parse import urlsplit
 import anyio
 
 from safedb import __version__
-from safedb.audit import SqliteAuditStore
+from safedb.audit import open_audit_store
 from safedb.config_file import load_settings
 from safedb.db.backend import Database
 from safedb.db.demo import ensure_demo_database
@@ -78,8 +78,7 @@ def run(settings: Settings, announce: Callable[[str], None]) -> None:
     """Open every target and the audit log, listen, announce the safety modes, serve until stopped."""
     databases = open_databases(settings)
     try:
-        settings.audit_path.parent.mkdir(parents=True, exist_ok=True)
-        audit = SqliteAuditStore.open(settings.audit_path)
+        audit = open_audit_store(settings.audit_location)
         listener = _listen(settings) if settings.transport is Transport.HTTP else None
     except BaseException:
         anyio.run(_close, databases)

@@ -115,13 +115,16 @@ class Settings:
     request_state_keys: tuple[str, ...] = ()
     """Secrets (32+ bytes each) that seal 2026-07-28 requestState; the first seals, all unseal. Processes
     that share them and the audit log can finish each other's approval rounds. Empty: a per-process key."""
-    audit_db: Path | None = None
-    """The audit log file; None keeps it in `data_dir`."""
+    audit_db: str | Path | None = None
+    """The audit log: an SQLite file, or a postgresql:// URL (a dedicated schema); None: a file in `data_dir`."""
     approvers: tuple[Approver, ...] = ()
     """Who may decide on the approval page (targets whose channel is `web`)."""
     public_url: str | None = None
     """The server's address as approvers' browsers reach it, for approval links; None: as the client called it."""
 
     @property
-    def audit_path(self) -> Path:
-        return self.audit_db or self.data_dir / "audit.db"
+    def audit_location(self) -> str | Path:
+        """Where the audit log is: a postgresql:// URL, or an SQLite file path."""
+        if isinstance(self.audit_db, str) and self.audit_db.lower().startswith(("postgresql://", "postgres://")):
+            return self.audit_db
+        return Path(self.audit_db) if self.audit_db else self.data_dir / "audit.db"

@@ -1,14 +1,21 @@
-"""Audit test helpers: one event of every kind, and tampering with the file the way an intruder would."""
+"""Audit test helpers: one event of every kind, tampering with the file the way an intruder would, the CLI."""
 
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
+import subprocess
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from safedb.audit import AuditDecision, AuditEvent, AuditRecord, SqliteAuditStore
+
+if TYPE_CHECKING:
+    from tests.audit.stores import AuditLog, LogConnection
 
 TRIGGERS = (
     "audit_log_no_update",
@@ -36,10 +43,10 @@ def event(decision: AuditDecision, index: int = 0, target: str = "demo") -> Audi
     )
 
 
-def fill(path: Path, count: int) -> list[AuditRecord]:
-    """An audit log with `count` records, decisions taken in turn."""
+def fill(log: Path | AuditLog, count: int) -> list[AuditRecord]:
+    """An audit log (an SQLite file, or either store) with `count` records, decisions taken in turn."""
     decisions = list(AuditDecision)
-    with SqliteAuditStore.open(path) as store:
+    with SqliteAuditStore.open(log) if isinstance(log, Path) else log.open() as store:
         return [store.append(event(decisions[i % len(decisions)], i)) for i in range(count)]
 
 
@@ -56,15 +63,23 @@ def tampering(path: Path) -> Iterator[sqlite3.Connection]:
         connection.close()
 
 
-def shift_seqs(connection: sqlite3.Connection, first: int, by: int) -> None:
+def shift_seqs(connection: LogConnection, first: int, by: int) -> None:
     """Renumber records `first`.. by `by`, without tripping the primary key half-way."""
     connection.execute("UPDATE audit_log SET seq = -seq WHERE seq >= ?", (first,))
     connection.execute("UPDATE audit_log SET seq = -seq + ? WHERE seq < 0", (by,))
 
 
-def insert_row(connection: sqlite3.Connection, record: AuditRecord) -> None:
+def insert_row(connection: LogConnection, record: AuditRecord) -> None:
     row = record.content()
     row["changes"] = json.dumps(row["changes"])
     columns = ", ".join(f'"{name}"' for name in [*row, "hash"])
     marks = ", ".join("?" for _ in range(len(row) + 1))
     connection.execute(f"INSERT INTO audit_log ({columns}) VALUES ({marks})", [*row.values(), record.hash])
+
+
+def run_audit(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    environment = {key: value for key, value in os.environ.items() if key != "SAFEDB_AUDIT_DB"}
+    return subprocess.run(
+        [sys.executable, "-m", "safedb", "audit", *args], capture_output=True, text=True, timeout=60, check=False,
+        env={**environment, **(env or {})},
+    )  # fmt: skip

@@ -3,27 +3,17 @@
 from __future__ import annotations
 
 import json
-import os
 import sqlite3
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from safedb.audit import AuditDecision, SqliteAuditStore
 from safedb.audit.chain import GENESIS_HASH, chain_hash
-from tests.audit.helpers import event, fill, tampering
+from tests.audit.helpers import event, fill, run_audit, tampering
 
 pytestmark = pytest.mark.slow
-
-
-def run_audit(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    environment = {key: value for key, value in os.environ.items() if key != "SAFEDB_AUDIT_DB"}
-    return subprocess.run(
-        [sys.executable, "-m", "safedb", "audit", *args], capture_output=True, text=True, timeout=60, check=False,
-        env={**environment, **(env or {})},
-    )  # fmt: skip
 
 
 def _assert_clean_failure(result: subprocess.CompletedProcess[str], code: int, message: str) -> None:

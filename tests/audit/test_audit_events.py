@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import anyio
 import pytest
 
@@ -13,18 +11,18 @@ from safedb.audit import (
     AuditDecision,
     AuditEvent,
     AuditQuery,
-    SqliteAuditStore,
     decision_for_verdict,
     verify,
 )
 from safedb.sql.classification import Change, ChangeKind, Classification, DatabaseObject, ObjectType
 from tests.audit.helpers import event
+from tests.audit.stores import AuditLog
 
 pytestmark = pytest.mark.anyio
 
 
-async def test_every_decision_is_recorded_and_listed(audit_path: Path) -> None:
-    with SqliteAuditStore.open(audit_path) as store:
+async def test_every_decision_is_recorded_and_listed(audit_log: AuditLog) -> None:
+    with audit_log.open() as store:
         written = [await store.record(event(decision, index)) for index, decision in enumerate(AuditDecision)]
         listed = await store.query(AuditQuery())
         assert listed == written
@@ -42,8 +40,8 @@ async def test_every_decision_is_recorded_and_listed(audit_path: Path) -> None:
         assert verify(store).intact
 
 
-async def test_outcome_fields_are_kept(audit_path: Path) -> None:
-    with SqliteAuditStore.open(audit_path) as store:
+async def test_outcome_fields_are_kept(audit_log: AuditLog) -> None:
+    with audit_log.open() as store:
         for decision in AuditDecision:
             await store.record(event(decision))
         (executed,) = await store.query(AuditQuery(decisions=(AuditDecision.EXECUTED,)))
@@ -58,7 +56,7 @@ async def test_outcome_fields_are_kept(audit_path: Path) -> None:
     assert (requested.justification, requested.environment) == (None, None)
 
 
-async def test_one_tool_call_from_classification_to_execution(audit_path: Path) -> None:
+async def test_one_tool_call_from_classification_to_execution(audit_log: AuditLog) -> None:
     target = DatabaseObject(ObjectType.TABLE, "invoices")
     classification = Classification("DELETE FROM invoices WHERE id = 4", (Change(ChangeKind.DELETE, target),))
     requested = AuditEvent.about(
@@ -66,7 +64,7 @@ async def test_one_tool_call_from_classification_to_execution(audit_path: Path) 
     )
     accepted = requested.followed_by(AuditDecision.ACCEPTED, justification="wrong invoice", environment="Staging")
     executed = accepted.followed_by(AuditDecision.EXECUTED, rows_affected=1)
-    with SqliteAuditStore.open(audit_path) as store:
+    with audit_log.open() as store:
         for item in (requested, accepted, executed):
             await store.record(item)
         await store.record(event(AuditDecision.REQUESTED, 99))
@@ -91,8 +89,8 @@ def test_every_verdict_has_an_audit_decision(verdict: Verdict) -> None:
         assert decision.value == verdict.value
 
 
-async def test_concurrent_records_from_one_event_loop_chain_in_order(audit_path: Path) -> None:
-    with SqliteAuditStore.open(audit_path) as store:
+async def test_concurrent_records_from_one_event_loop_chain_in_order(audit_log: AuditLog) -> None:
+    with audit_log.open() as store:
         async with anyio.create_task_group() as group:
             for index in range(50):
                 group.start_soon(store.record, event(AuditDecision.REQUESTED, index))

@@ -1,4 +1,7 @@
-"""The SQLite audit file: append-only by its own triggers, filters, reopening, refusing what is not an audit log."""
+"""The audit stores: append-only by their own triggers, filters, reopening, refusing what is not an audit log.
+
+Tests taking `audit_log` run against both stores; the others are about the SQLite file.
+"""
 
 from __future__ import annotations
 
@@ -21,14 +24,13 @@ from safedb.audit import (
 )
 from safedb.errors import DatabaseOpenError
 from tests.audit.helpers import event, fill
+from tests.audit.stores import AuditLog
 
 
-def _head(path: Path) -> tuple[int, str]:
-    connection = sqlite3.connect(path)
-    try:
-        return connection.execute("SELECT seq, hash FROM audit_head").fetchone()
-    finally:
-        connection.close()
+def _head(log: AuditLog) -> tuple[int, str]:
+    with log.connect() as connection:
+        seq, hash_ = connection.execute("SELECT seq, hash FROM audit_head").fetchone()
+        return seq, hash_
 
 
 def test_file_is_created_in_wal_mode_readable_by_owner_only(audit_path: Path) -> None:
@@ -48,6 +50,7 @@ def test_file_is_created_in_wal_mode_readable_by_owner_only(audit_path: Path) ->
         "DELETE FROM audit_log WHERE seq = 3",
         "DELETE FROM audit_log",
         "UPDATE audit_head SET seq = 1",
+        "UPDATE audit_head SET id = 2, seq = 4",
         "DELETE FROM audit_head",
         "INSERT INTO audit_log SELECT 2, time, decision, request_id, target, caller, sql, classification, changes, "
         "justification, environment, rows_affected, error, prev_hash, hash FROM audit_log WHERE seq = 1",
@@ -55,41 +58,38 @@ def test_file_is_created_in_wal_mode_readable_by_owner_only(audit_path: Path) ->
         "justification, environment, rows_affected, error, prev_hash, hash FROM audit_log WHERE seq = 1",
     ],
 )
-def test_triggers_refuse_changes_through_any_connection(audit_path: Path, statement: str) -> None:
-    records = fill(audit_path, 3)
-    connection = sqlite3.connect(audit_path)
-    try:
-        with pytest.raises(sqlite3.DatabaseError, match=r"append-only|audit head|UNIQUE"):
+def test_triggers_refuse_changes_through_any_connection(audit_log: AuditLog, statement: str) -> None:
+    records = fill(audit_log, 3)
+    with audit_log.connect() as connection:
+        with pytest.raises(audit_log.errors, match=r"append-only|audit head|UNIQUE"):
             connection.execute(statement)
         connection.rollback()
         assert connection.execute("SELECT count(*) FROM audit_log").fetchone() == (3,)
-    finally:
-        connection.close()
-    assert _head(audit_path) == (3, records[-1].hash)
-    with SqliteAuditStore.open(audit_path, readonly=True) as store:
+    assert _head(audit_log) == (3, records[-1].hash)
+    with audit_log.open(readonly=True) as store:
         assert verify(store).intact
 
 
-def test_head_anchor_follows_every_append(audit_path: Path) -> None:
-    with SqliteAuditStore.open(audit_path) as store:
+def test_head_anchor_follows_every_append(audit_log: AuditLog) -> None:
+    with audit_log.open() as store:
         for index in range(3):
             record = store.append(event(AuditDecision.REQUESTED, index))
-            assert _head(audit_path) == (record.seq, record.hash)
+            assert _head(audit_log) == (record.seq, record.hash)
 
 
-def test_reopening_continues_the_chain(audit_path: Path) -> None:
-    first = fill(audit_path, 2)
-    again = fill(audit_path, 2)
+def test_reopening_continues_the_chain(audit_log: AuditLog) -> None:
+    first = fill(audit_log, 2)
+    again = fill(audit_log, 2)
     assert [record.seq for record in again] == [3, 4]
     assert again[0].prev_hash == first[-1].hash
-    with SqliteAuditStore.open(audit_path, readonly=True) as store:
+    with audit_log.open(readonly=True) as store:
         report = verify(store)
     assert report.intact
     assert report.checked == 4
 
 
-def test_filters(audit_path: Path) -> None:
-    with SqliteAuditStore.open(audit_path) as store:
+def test_filters(audit_log: AuditLog) -> None:
+    with audit_log.open() as store:
         for index in range(6):
             store.append(event(AuditDecision.REQUESTED, index, target="alpha" if index % 2 else "beta"))
         store.append(event(AuditDecision.EXECUTED, 6, target="alpha"))
@@ -129,9 +129,9 @@ def test_text_that_utf8_cannot_hold_is_kept_escaped(audit_path: Path) -> None:
     assert read.sql == "SELECT '\\ud800', 'naïve ✓', 'nul\x00byte'"
 
 
-def test_readonly_store_cannot_append(audit_path: Path) -> None:
-    fill(audit_path, 1)
-    with SqliteAuditStore.open(audit_path, readonly=True) as store, pytest.raises(AuditWriteFailed):
+def test_readonly_store_cannot_append(audit_log: AuditLog) -> None:
+    fill(audit_log, 1)
+    with audit_log.open(readonly=True) as store, pytest.raises(AuditWriteFailed):
         store.append(event(AuditDecision.REQUESTED))
 
 
@@ -169,14 +169,14 @@ def test_another_sqlite_database_is_refused_and_left_alone(tmp_path: Path, reado
     assert tables == {"users"}
 
 
-def test_records_round_trip_through_their_content(audit_path: Path) -> None:
-    (record,) = fill(audit_path, 1)
+def test_records_round_trip_through_their_content(audit_log: AuditLog) -> None:
+    (record,) = fill(audit_log, 1)
     assert AuditRecord.from_content(record.content(), record.hash) == record
     assert list(record.to_dict()) == [*record.content(), "hash"]
 
 
-def test_an_answer_is_recorded_once_per_question(audit_path: Path) -> None:
-    with SqliteAuditStore.open(audit_path) as store:
+def test_an_answer_is_recorded_once_per_question(audit_log: AuditLog) -> None:
+    with audit_log.open() as store:
         asked = store.append(event(AuditDecision.REQUESTED, 7))
         first = store.append(event(AuditDecision.ACCEPTED, 7), first_answer=True)
         again = store.append(event(AuditDecision.DECLINED, 7), first_answer=True)

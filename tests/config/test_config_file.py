@@ -61,7 +61,7 @@ def test_full_file(tmp_path: Path) -> None:
     settings = load_settings(write(tmp_path, FULL))
     assert settings.port == 8123
     assert settings.transport is Transport.HTTP
-    assert settings.audit_path == (tmp_path / "logs" / "audit.db").resolve()
+    assert settings.audit_location == (tmp_path / "logs" / "audit.db").resolve()
     assert settings.data_dir == (tmp_path / "data").resolve()
     assert settings.limits.max_rows == 100
     assert settings.limits.statement_timeout == 12.5

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from mcp.client.client import Client
 
+from safedb.audit import AuditQuery, open_audit_store
 from tests.helpers import Responder, serving_process
 from tests.postgres.conftest import PgDatabase
 
@@ -33,6 +34,29 @@ async def test_serve_postgres_url_reads_and_runs_an_approved_write(pg: PgDatabas
     assert not write.is_error, write.content
     assert len(responder.asked) == 1
     assert pg.rows("SELECT body FROM notes WHERE id = 70") == [("from serve",)]
+
+
+async def test_audit_log_in_a_postgres_schema(pg: PgDatabase, tmp_path: Path) -> None:
+    """--audit-db postgresql://...: decisions land in the dedicated schema, and `safedb audit verify` agrees."""
+    audit_url = pg.writer_url()
+    command = [
+        sys.executable, "-m", "safedb", "serve", "--port", "0",
+        "--database", pg.reader_url(), "--writer-database", pg.writer_url(), "--audit-db", audit_url,
+    ]  # fmt: skip
+    query = "DELETE FROM notes WHERE id = 71"
+    with serving_process(command) as server:
+        async with Client(server.url, elicitation_callback=Responder(action="decline")) as client:
+            result = await client.call_tool("execute_query", {"query": query})
+    assert result.structured_content is not None
+    assert result.structured_content["status"] == "declined"
+    with open_audit_store(audit_url, readonly=True) as store:
+        decisions = [(str(r.decision), r.sql) for r in store.records(AuditQuery())]
+    assert decisions[-2:] == [("requested", query), ("declined", query)]
+    verified = subprocess.run(
+        [sys.executable, "-m", "safedb", "audit", "verify", "--audit-db", audit_url],
+        capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert verified.returncode == 0, verified.stdout + verified.stderr
 
 
 def test_unreachable_postgres_is_one_clear_line(tmp_path: Path) -> None:

@@ -1,13 +1,16 @@
 """The audit log: every decision about a statement that could change the database, append-only and hash-chained.
 
-The server builds `AuditEvent`s and awaits `store.record(event)`; `verify(store)` checks the chain;
-`safedb audit` (in `safedb.audit.commands`) lists, verifies and exports from the command line.
+The log is an SQLite file (`SqliteAuditStore`) or a schema in PostgreSQL (`PostgresAuditStore`);
+`open_audit_store(path_or_url)` opens either. The server builds `AuditEvent`s and awaits `store.record(event)`;
+`verify(store)` checks the chain; `safedb audit` (in `safedb.audit.commands`) lists, verifies and exports.
 """
 
 from safedb.audit.chain import GENESIS_HASH
 from safedb.audit.errors import AuditWriteFailed, UnreadableRecord
 from safedb.audit.events import AuditDecision, AuditEvent, decision_for_verdict
 from safedb.audit.export import record_line, write_jsonl
+from safedb.audit.open import is_postgres_url, open_audit_store
+from safedb.audit.postgres_store import PostgresAuditStore
 from safedb.audit.records import AuditRecord, format_time, parse_time
 from safedb.audit.sqlite_store import SqliteAuditStore, default_audit_path
 from safedb.audit.store import AuditQuery, AuditStore, ChainEntry, ChainHead, ChainSnapshot
@@ -25,6 +28,7 @@ __all__ = [
     "ChainHead",
     "ChainSnapshot",
     "Finding",
+    "PostgresAuditStore",
     "SqliteAuditStore",
     "Tampering",
     "UnreadableRecord",
@@ -32,6 +36,8 @@ __all__ = [
     "decision_for_verdict",
     "default_audit_path",
     "format_time",
+    "is_postgres_url",
+    "open_audit_store",
     "parse_time",
     "record_line",
     "verify",

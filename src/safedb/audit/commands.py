@@ -1,7 +1,8 @@
 """`safedb audit`: list, verify and export the audit log. Commands parse their options and delegate.
 
-Exit codes: 0 success (for `verify`: the log is intact), 1 `verify` found tampering, 2 the log could
-not be read (missing file, not an audit log, unreadable record) or an option was invalid.
+Exit codes: 0 success (for `verify` and `init`: the log is intact), 1 `verify` found tampering, 2 the log could
+not be read (missing file or schema, unreachable server, not an audit log, unreadable record) or an option
+was invalid. `--audit-db` is an SQLite file path or a postgresql:// URL (see `safedb.audit.open`).
 """
 
 from __future__ import annotations
@@ -18,9 +19,10 @@ import click
 
 from safedb.audit.events import AuditDecision
 from safedb.audit.export import write_jsonl
+from safedb.audit.open import open_audit_store
 from safedb.audit.records import AuditRecord, parse_time
-from safedb.audit.sqlite_store import SqliteAuditStore, default_audit_path
-from safedb.audit.store import AuditQuery
+from safedb.audit.sqlite_store import default_audit_path
+from safedb.audit.store import AuditQuery, AuditStore
 from safedb.audit.verification import verify
 from safedb.errors import SafeDBError
 
@@ -44,8 +46,9 @@ def _time_option(_ctx: click.Context, _param: click.Parameter, value: str | None
 
 def _audit_db_option(command: F) -> F:
     return click.option(
-        "--audit-db", type=click.Path(dir_okay=False, path_type=Path), envvar="SAFEDB_AUDIT_DB",
-        help=f"The audit log file. Default: {default_audit_path()}",
+        "--audit-db", metavar="PATH|URL", envvar="SAFEDB_AUDIT_DB",
+        help=f"The audit log: an SQLite file, or a postgresql:// URL (the schema in ?audit_schema=, default "
+        f"safedb_audit). Default: {default_audit_path()}",
     )(command)  # fmt: skip
 
 
@@ -95,11 +98,10 @@ def _query(
 
 
 @contextmanager
-def _opened(audit_db: Path | None) -> Iterator[SqliteAuditStore]:
+def _opened(audit_db: str | None) -> Iterator[AuditStore]:
     """The audit log, read-only; any SafeDB error (also while reading) ends the command with one line."""
-    path = audit_db or default_audit_path()
     try:
-        with SqliteAuditStore.open(path, readonly=True) as store:
+        with open_audit_store(audit_db or default_audit_path(), readonly=True) as store:
             yield store
     except SafeDBError as exc:
         raise AuditUnavailable(str(exc)) from None
@@ -121,6 +123,24 @@ def audit_commands() -> None:
     """Read, check and export the audit log of approval decisions."""
 
 
+@audit_commands.command("init")
+@_audit_db_option
+def init_log(audit_db: str | None) -> None:
+    """Create the audit log (an SQLite file, or the schema and tables in PostgreSQL) if it does not exist.
+
+    For PostgreSQL, run it as the role that should own the schema; then grant SafeDB's role what
+    docs/audit.md lists, so that the server cannot drop the triggers that keep the log append-only.
+    """
+    try:
+        with open_audit_store(audit_db or default_audit_path()) as store:
+            report = verify(store)
+    except SafeDBError as exc:
+        raise AuditUnavailable(str(exc)) from None
+    click.echo(f"Audit log ready. {report.summary()}")
+    if not report.intact:
+        sys.exit(1)
+
+
 @audit_commands.command("list")
 @_audit_db_option
 @_filter_options
@@ -130,7 +150,7 @@ def audit_commands() -> None:
 )  # fmt: skip
 @click.option("--json", "as_json", is_flag=True, help="Print the records as a JSON array.")
 def list_records(
-    audit_db: Path | None,
+    audit_db: str | None,
     target: str | None,
     decisions: tuple[str, ...],
     request_id: str | None,
@@ -154,7 +174,7 @@ def list_records(
 
 @audit_commands.command("verify")
 @_audit_db_option
-def verify_log(audit_db: Path | None) -> None:
+def verify_log(audit_db: str | None) -> None:
     """Check the hash chain; exit 1 naming the first edited, deleted or inserted record."""
     with _opened(audit_db) as store:
         report = verify(store)
@@ -174,7 +194,7 @@ def verify_log(audit_db: Path | None) -> None:
     "--output", "-o", type=click.Path(dir_okay=False, path_type=Path), help="Write to this file instead of stdout."
 )
 def export_records(
-    audit_db: Path | None,
+    audit_db: str | None,
     target: str | None,
     decisions: tuple[str, ...],
     request_id: str | None,

@@ -12,14 +12,11 @@ import os
 import sqlite3
 from pathlib import Path
 
-from safedb.audit.chain import CONTENT_FIELDS, GENESIS_HASH
+from safedb.audit.chain import GENESIS_HASH
 from safedb.errors import DatabaseOpenError
 
 FORMAT_VERSION = 1
 """`PRAGMA user_version` of an audit file."""
-
-COLUMNS = (*CONTENT_FIELDS, "hash")
-SELECT_COLUMNS = ", ".join(f'"{name}"' for name in COLUMNS)
 
 _SCHEMA = (
     """CREATE TABLE IF NOT EXISTS audit_log (

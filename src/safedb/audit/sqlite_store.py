@@ -8,24 +8,32 @@ before it. The file is separate from the served database, so a rolled-back data 
 
 from __future__ import annotations
 
-import json
 import logging
 import sqlite3
 import threading
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager, suppress
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Literal, overload
+from typing import Literal, overload
 
 import anyio.to_thread
 
-from safedb.audit.chain import CONTENT_FIELDS, GENESIS_HASH
+from safedb.audit.chain import GENESIS_HASH
 from safedb.audit.errors import AuditWriteFailed
 from safedb.audit.events import AuditEvent
 from safedb.audit.records import AuditRecord, format_time
-from safedb.audit.sqlite_schema import COLUMNS, SELECT_COLUMNS, open_reader, open_writer
-from safedb.audit.store import AuditQuery, ChainEntry, ChainHead, ChainSnapshot
+from safedb.audit.rows import (
+    COLUMNS,
+    SELECT_COLUMNS,
+    entry_from_row,
+    hash_text,
+    query_filters,
+    record_from_row,
+    stored_values,
+)
+from safedb.audit.sqlite_schema import open_reader, open_writer
+from safedb.audit.store import AuditQuery, ChainHead, ChainSnapshot
 from safedb.settings import default_data_dir
 
 logger = logging.getLogger(__name__)
@@ -142,9 +150,7 @@ class SqliteAuditStore:
                 time=format_time(datetime.now(UTC)),
                 prev_hash=last_hash,
             )
-            row = record.content()
-            row["changes"] = json.dumps(row["changes"], ensure_ascii=False)
-            writer.execute(_INSERT, [*row.values(), record.hash])
+            writer.execute(_INSERT, stored_values(record))
             writer.execute(_MOVE_HEAD, (record.seq, record.hash))
             writer.execute("COMMIT")
         except BaseException:
@@ -155,31 +161,14 @@ class SqliteAuditStore:
 
     def records(self, query: AuditQuery) -> Iterator[AuditRecord]:
         """The records matching `query`, oldest first, read through a connection of their own."""
-        conditions: list[str] = []
-        parameters: list[Any] = []
-        if query.target is not None:
-            conditions.append("target = ?")
-            parameters.append(query.target)
-        if query.decisions:
-            conditions.append(f"decision IN ({', '.join('?' for _ in query.decisions)})")
-            parameters.extend(decision.value for decision in query.decisions)
-        if query.request_id is not None:
-            conditions.append("request_id = ?")
-            parameters.append(query.request_id)
-        if query.since is not None:
-            conditions.append("time >= ?")
-            parameters.append(query.since)
-        if query.until is not None:
-            conditions.append("time < ?")
-            parameters.append(query.until)
-        where = f"WHERE {' AND '.join(conditions)}" if conditions else ""
+        where, parameters = query_filters(query, "?")
         sql = f"SELECT {SELECT_COLUMNS} FROM audit_log {where} ORDER BY seq"
         if query.limit is not None:
             sql = f"SELECT * FROM ({sql} DESC LIMIT ?) ORDER BY seq"
             parameters.append(query.limit)
         with self._reader() as reader:
             for row in reader.execute(sql, parameters):
-                yield AuditRecord.from_content(dict(zip(CONTENT_FIELDS, row, strict=False)), row[-1])
+                yield record_from_row(row)
 
     @contextmanager
     def snapshot(self) -> Iterator[ChainSnapshot]:
@@ -191,7 +180,7 @@ class SqliteAuditStore:
                 rows = reader.execute(f"SELECT {SELECT_COLUMNS} FROM audit_log ORDER BY seq")
                 yield ChainSnapshot(
                     head=head,
-                    entries=(_entry(row) for row in rows),
+                    entries=(entry_from_row(row) for row in rows),
                 )
             finally:
                 reader.execute("ROLLBACK")
@@ -213,19 +202,4 @@ def _head(reader: sqlite3.Connection) -> ChainHead | None:
         return None
     if row is None or not isinstance(row[0], int):
         return None
-    return ChainHead(seq=row[0], hash=_hash_text(row[1]))
-
-
-def _entry(row: tuple[Any, ...]) -> ChainEntry:
-    """A stored row as it is, for verification: no shape checks, so any alteration shows in the hash."""
-    content = dict(zip(CONTENT_FIELDS, row, strict=False))
-    changes = content["changes"]
-    if isinstance(changes, str):
-        with suppress(ValueError):
-            content["changes"] = json.loads(changes)
-    return ChainEntry(seq=int(row[0]), content=content, prev_hash=_hash_text(content["prev_hash"]),
-                      hash=_hash_text(row[-1]))  # fmt: skip
-
-
-def _hash_text(value: object) -> str:
-    return value if isinstance(value, str) else repr(value)
+    return ChainHead(seq=row[0], hash=hash_text(row[1]))
