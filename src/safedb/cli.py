@@ -5,14 +5,13 @@ from __future__ import annotations
 import logging
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import click
 from click.core import ParameterSource
 
 from safedb import __version__, launch
 from safedb.audit.commands import audit_commands
-from safedb.client.commands import call, client, demo
 from safedb.errors import SafeDBError
 from safedb.settings import Transport, default_data_dir
 from safedb.web.passwords import hash_password
@@ -32,7 +31,25 @@ def _configure_logging(level: str) -> None:
     logging.getLogger("httpx").setLevel(logging.WARNING)
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+class SafeDBCommands(click.Group):
+    """The `safedb` group; the terminal client's commands are imported only when used (prompt_toolkit
+    and the client are not needed to serve)."""
+
+    LAZY: ClassVar[frozenset[str]] = frozenset({"client", "call", "demo"})
+    """Names of the commands in `safedb.client.commands`."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*super().list_commands(ctx), *self.LAZY})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name in self.LAZY and cmd_name not in self.commands:
+            from safedb.client import commands  # noqa: PLC0415
+
+            self.add_command(getattr(commands, cmd_name))
+        return super().get_command(ctx, cmd_name)
+
+
+@click.group(cls=SafeDBCommands, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 @click.version_option(__version__, prog_name="safedb")
 def main() -> None:
     """SafeDB: let AI agents use a real database through MCP, asking a person before anything changes."""
@@ -136,6 +153,3 @@ def approver_hash(password: str) -> None:
 
 
 main.add_command(audit_commands)
-main.add_command(client)
-main.add_command(call)
-main.add_command(demo)

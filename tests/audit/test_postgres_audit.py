@@ -25,8 +25,8 @@ from safedb.audit import (
     open_audit_store,
     verify,
 )
-from safedb.audit.open import split_audit_url
-from safedb.audit.postgres_schema import DEFAULT_SCHEMA, lock_key
+from safedb.audit.open import DEFAULT_SCHEMA, split_audit_url
+from safedb.audit.postgres_schema import lock_key
 from safedb.audit.records import format_time
 from safedb.errors import DatabaseOpenError
 from tests.audit.helpers import event, fill

@@ -10,7 +10,6 @@ from safedb.audit.errors import AuditWriteFailed, UnreadableRecord
 from safedb.audit.events import AuditDecision, AuditEvent, decision_for_verdict
 from safedb.audit.export import record_line, write_jsonl
 from safedb.audit.open import is_postgres_url, open_audit_store
-from safedb.audit.postgres_store import PostgresAuditStore
 from safedb.audit.records import AuditRecord, format_time, parse_time
 from safedb.audit.sqlite_store import SqliteAuditStore, default_audit_path
 from safedb.audit.store import AuditQuery, AuditStore, ChainEntry, ChainHead, ChainSnapshot
@@ -28,7 +27,6 @@ __all__ = [
     "ChainHead",
     "ChainSnapshot",
     "Finding",
-    "PostgresAuditStore",
     "SqliteAuditStore",
     "Tampering",
     "UnreadableRecord",
@@ -43,3 +41,12 @@ __all__ = [
     "verify",
     "write_jsonl",
 ]
+
+
+def __getattr__(name: str) -> object:
+    """`PostgresAuditStore` is imported on first use, so that SQLite deployments do not load psycopg."""
+    if name == "PostgresAuditStore":
+        from safedb.audit.postgres_store import PostgresAuditStore  # noqa: PLC0415
+
+        return PostgresAuditStore
+    raise AttributeError(name)

@@ -5,12 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
-from safedb.audit.postgres_schema import DEFAULT_SCHEMA
-from safedb.audit.postgres_store import PostgresAuditStore
 from safedb.audit.sqlite_store import SqliteAuditStore
 from safedb.audit.store import AuditStore
 
 POSTGRES_SCHEMES = ("postgresql", "postgres")
+DEFAULT_SCHEMA = "safedb_audit"
 SCHEMA_PARAMETER = "audit_schema"
 """A query parameter of the URL naming the audit schema (`...?audit_schema=ops_audit`); SafeDB's, not libpq's."""
 
@@ -34,6 +33,9 @@ def open_audit_store(location: str | Path, *, readonly: bool = False) -> AuditSt
     `safedb_audit`) or an SQLite file path. Created unless `readonly`; DatabaseOpenError when it cannot be used.
     """
     if is_postgres_url(location):
+        # Imported here: psycopg costs memory and start-up time that SQLite deployments need not pay.
+        from safedb.audit.postgres_store import PostgresAuditStore  # noqa: PLC0415
+
         dsn, schema = split_audit_url(str(location))
         return PostgresAuditStore.open(dsn, schema=schema, readonly=readonly)
     return SqliteAuditStore.open(Path(location), readonly=readonly)

@@ -25,7 +25,6 @@ logger = logging.getLogger(__name__)
 
 Connection = psycopg.Connection[tuple[Any, ...]]
 
-DEFAULT_SCHEMA = "safedb_audit"
 FORMAT_VERSION = 1
 _COMMENT = "SafeDB audit log, format {}"
 _COMMENT_PATTERN = re.compile(r"SafeDB audit log, format (\d+)")

@@ -25,8 +25,8 @@ from psycopg.conninfo import conninfo_to_dict
 from safedb.audit.chain import GENESIS_HASH
 from safedb.audit.errors import AuditWriteFailed
 from safedb.audit.events import AuditEvent
+from safedb.audit.open import DEFAULT_SCHEMA
 from safedb.audit.postgres_schema import (
-    DEFAULT_SCHEMA,
     Connection,
     check_schema,
     checked_schema_name,

@@ -5,11 +5,7 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
-import psycopg
-
 from safedb.db.backend import Database, QueryLimits
-from safedb.db.postgres import PostgresDatabase
-from safedb.db.postgres.connections import CONNECT_SECONDS, describe_dsn
 from safedb.db.sqlite import SqliteDatabase
 from safedb.errors import ConfigurationError, DatabaseOpenError
 
@@ -40,6 +36,9 @@ def open_database(
     if is_postgres_url(url_or_path):
         if writer_url is not None and not is_postgres_url(writer_url):
             raise ConfigurationError("The writer URL must be a postgresql:// URL as well.")
+        # Imported here: pglast and psycopg cost memory and start-up time that SQLite users need not pay.
+        from safedb.db.postgres import PostgresDatabase  # noqa: PLC0415
+
         if check:
             for dsn in dict.fromkeys((url_or_path, writer_url or url_or_path)):
                 check_postgres(dsn)
@@ -51,6 +50,10 @@ def open_database(
 
 def check_postgres(dsn: str) -> None:
     """Connect once and disconnect; raise DatabaseOpenError (without the password) when that fails."""
+    import psycopg  # noqa: PLC0415  (see open_database)
+
+    from safedb.db.postgres.connections import CONNECT_SECONDS, describe_dsn  # noqa: PLC0415
+
     try:
         with psycopg.connect(dsn, connect_timeout=int(CONNECT_SECONDS), autocommit=True) as connection:
             connection.execute("SELECT 1")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import logging
 from dataclasses import dataclass
 
@@ -33,6 +34,7 @@ class StatementShape:
     """The literal file name of `VACUUM ... INTO 'file'`, when it is a plain string."""
 
 
+@functools.lru_cache(maxsize=4096)
 def statement_shape(sql: str, dialect: str) -> StatementShape:
     """Parse one statement; anything sqlglot cannot parse into exactly one statement has the root `unparsed`."""
     try:
