@@ -28,7 +28,7 @@ from mcp_types import CallToolResult, ElicitRequestFormParams
 
 from safedb.audit import SqliteAuditStore
 from safedb.sql.classification import ChangeKind
-from tests.helpers import audit_decisions
+from tests.helpers import Responder, audit_decisions
 
 CORPUS_DIR = Path(__file__).parent / "sqlite"
 FIXTURE_SQL = Path(__file__).parent / "fixture.sql"
@@ -142,3 +142,33 @@ def last_decision(audit_path: Path) -> tuple[str, str] | None:
     finally:
         audit.close()
     return decisions[-1] if decisions else None
+
+
+def check_declined_outcome(case: Case, result: CallToolResult, responder: Responder, audit_path: Path) -> None:
+    """What a declining client must see for `case`: a read runs unasked, a change asks once and is
+    declined (and the audit log says so), a refusal fails without asking."""
+    text = text_of(result)
+    structured = result.structured_content or {}
+    if case.expect == "run":
+        assert responder.asked == [], f"a read asked for approval: {text}"
+        assert not result.is_error, f"a read failed: {text}"
+        assert "columns" in structured, text
+        if case.rows is not None:
+            assert structured["rows"] == case.rows
+    elif case.expect == "ask":
+        assert len(responder.asked) == 1, f"a change ran without asking: {text}"
+        question = responder.asked[0]
+        assert isinstance(question, ElicitRequestFormParams)
+        assert case.sql.strip() in question.message
+        if case.kinds is not None:
+            assert asked_kinds(question) == case.kinds, question.message
+        assert structured.get("status") == "declined", text
+        assert structured.get("executed") is False
+        assert last_decision(audit_path) == ("declined", case.sql)
+    else:
+        assert responder.asked == [], f"a statement that must be refused asked instead: {text}"
+        assert result.is_error, f"a statement that must be refused did not fail: {text}"
+        assert structured.get("executed") is False, text
+        assert text.strip()
+        if case.error_contains is not None:
+            assert case.error_contains.lower() in text.lower(), text

@@ -26,10 +26,10 @@ import anyio
 import psycopg
 import pytest
 from mcp.client.client import Client
-from mcp_types import CallToolResult, ElicitRequestFormParams
+from mcp_types import CallToolResult
 
 from tests.conftest_postgres import fresh_database
-from tests.corpus.corpus import Case, asked_kinds, last_decision, load_cases, text_of
+from tests.corpus.corpus import Case, check_declined_outcome, load_cases
 from tests.helpers import Responder, ServerProcess, serving_process
 from tests.postgres.snapshot import take_snapshot
 from tests.postgres_server import READER, WRITER, PostgresServer
@@ -160,32 +160,7 @@ async def test_declined(case: Case, mode: str, corpus: Corpus, served: ServerPro
     before = take_snapshot(corpus.admin)
     responder = Responder(action="decline")
     result = await call(served.url, mode, responder, case.sql)
-    text = text_of(result)
-    structured = result.structured_content or {}
-
-    if case.expect == "run":
-        assert responder.asked == [], f"a read asked for approval: {text}"
-        assert not result.is_error, f"a read failed: {text}"
-        assert "columns" in structured, text
-        if case.rows is not None:
-            assert structured["rows"] == case.rows
-    elif case.expect == "ask":
-        assert len(responder.asked) == 1, f"a change ran without asking: {text}"
-        question = responder.asked[0]
-        assert isinstance(question, ElicitRequestFormParams)
-        assert case.sql.strip() in question.message
-        if case.kinds is not None:
-            assert asked_kinds(question) == case.kinds, question.message
-        assert structured.get("status") == "declined", text
-        assert structured.get("executed") is False
-        assert last_decision(audit_path) == ("declined", case.sql)
-    else:
-        assert responder.asked == [], f"a statement that must be refused asked instead: {text}"
-        assert result.is_error, f"a statement that must be refused did not fail: {text}"
-        assert structured.get("executed") is False, text
-        assert text.strip()
-        if case.error_contains is not None:
-            assert case.error_contains.lower() in text.lower(), text
+    check_declined_outcome(case, result, responder, audit_path)
 
     assert take_snapshot(corpus.admin) == before
     assert corpus.canary.execute(b"SELECT 1").fetchone() == (1,), "a session was terminated"

@@ -20,13 +20,13 @@ from typing import Any
 import anyio
 import pytest
 from mcp.client.client import Client
-from mcp_types import CallToolResult, ElicitRequestFormParams
+from mcp_types import CallToolResult
 
 from safedb.audit import SqliteAuditStore
 from safedb.db.sqlite import SqliteDatabase
 from safedb.server.app import build_server
 from safedb.settings import Settings
-from tests.corpus.corpus import Case, CorpusError, asked_kinds, build_fixture, last_decision, load_cases, text_of
+from tests.corpus.corpus import Case, CorpusError, build_fixture, check_declined_outcome, load_cases, text_of
 from tests.helpers import Responder, ServerProcess, audit_decisions, database_snapshot, safedb_serve
 
 pytestmark = pytest.mark.anyio
@@ -101,32 +101,7 @@ async def test_declined(case: Case, mode: str, served: ServerProcess, served_db:
     before = database_snapshot(served_db)
     responder = Responder(action="decline")
     result = await call(served.url, mode, responder, case.sql)
-    text = text_of(result)
-    structured = result.structured_content or {}
-
-    if case.expect == "run":
-        assert responder.asked == [], f"a read asked for approval: {text}"
-        assert not result.is_error, f"a read failed: {text}"
-        assert "columns" in structured, text
-        if case.rows is not None:
-            assert structured["rows"] == case.rows
-    elif case.expect == "ask":
-        assert len(responder.asked) == 1, f"a change ran without asking: {text}"
-        question = responder.asked[0]
-        assert isinstance(question, ElicitRequestFormParams)
-        assert case.sql.strip() in question.message
-        if case.kinds is not None:
-            assert asked_kinds(question) == case.kinds, question.message
-        assert structured.get("status") == "declined", text
-        assert structured.get("executed") is False
-        assert last_decision(served_audit) == ("declined", case.sql)
-    else:
-        assert responder.asked == [], f"a statement that must be refused asked instead: {text}"
-        assert result.is_error, f"a statement that must be refused did not fail: {text}"
-        assert structured.get("executed") is False, text
-        assert text.strip()
-        if case.error_contains is not None:
-            assert case.error_contains.lower() in text.lower()
+    check_declined_outcome(case, result, responder, served_audit)
 
     assert database_snapshot(served_db) == before
 

@@ -12,12 +12,10 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any, Literal, overload
+from typing import Any
 
-import anyio.to_thread
 import psycopg
 from psycopg import IsolationLevel, sql
 from psycopg.conninfo import conninfo_to_dict
@@ -45,6 +43,7 @@ from safedb.audit.rows import (
     stored_values,
 )
 from safedb.audit.store import AuditQuery, ChainHead, ChainSnapshot
+from safedb.audit.threaded import ThreadedAuditStore
 from safedb.db.postgres.connections import describe_dsn
 from safedb.errors import DatabaseOpenError
 
@@ -54,7 +53,7 @@ CONNECT_SECONDS = 10
 _FETCH_ROWS = 500
 
 
-class PostgresAuditStore:
+class PostgresAuditStore(ThreadedAuditStore[Connection]):
     """The audit log in a PostgreSQL schema. Open with `PostgresAuditStore.open(url)`; close when done."""
 
     def __init__(self, dsn: str, schema: str, writer: Connection | None, busy_timeout: float) -> None:
@@ -62,9 +61,8 @@ class PostgresAuditStore:
         self.schema = schema
         self.where = describe_dsn(dsn)
         """`user@host:port/dbname`: the server, never the password."""
-        self._writer = writer
+        super().__init__(writer)
         self._busy_timeout = busy_timeout
-        self._lock = threading.Lock()
         self._sql = _Statements(schema)
 
     @classmethod
@@ -99,48 +97,9 @@ class PostgresAuditStore:
             return cls(url, schema, None, busy_timeout)
         return cls(url, schema, connection, busy_timeout)
 
-    def __enter__(self) -> PostgresAuditStore:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
-
-    def close(self) -> None:
-        with self._lock:
-            if self._writer is not None:
-                self._writer.close()
-                self._writer = None
-
-    async def aclose(self) -> None:
-        await anyio.to_thread.run_sync(self.close)
-
-    async def record(self, event: AuditEvent) -> AuditRecord:
-        """Append `event` in a worker thread, so the event loop never waits on the lock or the server."""
-        return await anyio.to_thread.run_sync(self.append, event)
-
-    async def record_answer(self, event: AuditEvent) -> AuditRecord | None:
-        """Append the answer to a question, unless that question (`event.request_id`) already has one.
-
-        The check and the append happen under the append lock, so an answer is acted on once even when
-        several server processes share this log: None means it was already answered (a replay).
-        """
-        return await anyio.to_thread.run_sync(self.append, event, True)
-
-    async def query(self, query: AuditQuery) -> Sequence[AuditRecord]:
-        return await anyio.to_thread.run_sync(lambda: list(self.records(query)))
-
-    @overload
-    def append(self, event: AuditEvent, first_answer: Literal[False] = False) -> AuditRecord: ...
-
-    @overload
-    def append(self, event: AuditEvent, first_answer: bool) -> AuditRecord | None: ...
-
-    def append(self, event: AuditEvent, first_answer: bool = False) -> AuditRecord | None:
-        """Append `event` as the next record and return it. AuditWriteFailed when it cannot be written.
-
-        With `first_answer`, nothing is appended (None is returned) when the event's request already has
-        a record other than `requested`. A lost connection fails this append and is reopened for the next.
-        """
+    def _write(self, event: AuditEvent, first_answer: bool) -> AuditRecord | None:
+        """`append` under the store lock (see `ThreadedAuditStore.append`). A lost connection fails this
+        append and is reopened for the next."""
         with self._lock:
             if self._writer is None:
                 raise AuditWriteFailed(f"The audit log {self.schema} in {self.where} is not open for writing.")

@@ -10,14 +10,10 @@ from __future__ import annotations
 
 import logging
 import sqlite3
-import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Literal, overload
-
-import anyio.to_thread
 
 from safedb.audit.chain import GENESIS_HASH
 from safedb.audit.errors import AuditWriteFailed
@@ -34,6 +30,7 @@ from safedb.audit.rows import (
 )
 from safedb.audit.sqlite_schema import open_reader, open_writer
 from safedb.audit.store import AuditQuery, ChainHead, ChainSnapshot
+from safedb.audit.threaded import ThreadedAuditStore
 from safedb.settings import default_data_dir
 
 logger = logging.getLogger(__name__)
@@ -55,14 +52,13 @@ def default_audit_path(data_dir: Path | None = None) -> Path:
     return (data_dir or default_data_dir()) / AUDIT_FILE_NAME
 
 
-class SqliteAuditStore:
+class SqliteAuditStore(ThreadedAuditStore[sqlite3.Connection]):
     """The audit log in an SQLite file. Open with `SqliteAuditStore.open(path)`; close when done."""
 
     def __init__(self, path: Path, writer: sqlite3.Connection | None, busy_timeout: float) -> None:
+        super().__init__(writer)
         self.path = path
-        self._writer = writer
         self._busy_timeout = busy_timeout
-        self._lock = threading.Lock()
 
     @classmethod
     def open(cls, path: Path, *, readonly: bool = False, busy_timeout: float = 30.0) -> SqliteAuditStore:
@@ -76,48 +72,8 @@ class SqliteAuditStore:
             return cls(path, None, busy_timeout)
         return cls(path, open_writer(path, busy_timeout), busy_timeout)
 
-    def __enter__(self) -> SqliteAuditStore:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
-
-    def close(self) -> None:
-        with self._lock:
-            if self._writer is not None:
-                self._writer.close()
-                self._writer = None
-
-    async def aclose(self) -> None:
-        await anyio.to_thread.run_sync(self.close)
-
-    async def record(self, event: AuditEvent) -> AuditRecord:
-        """Append `event` in a worker thread, so the event loop never waits on the file lock."""
-        return await anyio.to_thread.run_sync(self.append, event)
-
-    async def record_answer(self, event: AuditEvent) -> AuditRecord | None:
-        """Append the answer to a question, unless that question (`event.request_id`) already has one.
-
-        The check and the append happen under one write lock, so an answer is acted on once even when
-        several server processes share this log: None means it was already answered (a replay).
-        """
-        return await anyio.to_thread.run_sync(self.append, event, True)
-
-    async def query(self, query: AuditQuery) -> Sequence[AuditRecord]:
-        return await anyio.to_thread.run_sync(lambda: list(self.records(query)))
-
-    @overload
-    def append(self, event: AuditEvent, first_answer: Literal[False] = False) -> AuditRecord: ...
-
-    @overload
-    def append(self, event: AuditEvent, first_answer: bool) -> AuditRecord | None: ...
-
-    def append(self, event: AuditEvent, first_answer: bool = False) -> AuditRecord | None:
-        """Append `event` as the next record and return it. AuditWriteFailed when it cannot be written.
-
-        With `first_answer`, nothing is appended (None is returned) when the event's request already has
-        a record other than `requested`.
-        """
+    def _write(self, event: AuditEvent, first_answer: bool) -> AuditRecord | None:
+        """`append` under the store lock (see `ThreadedAuditStore.append`)."""
         with self._lock:
             writer = self._writer
             if writer is None:

@@ -1,0 +1,80 @@
+"""What both audit stores share: one writer connection behind a lock, and async methods that run the
+blocking ones in a worker thread, so the event loop never waits on a lock, a disk or a server."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator, Sequence
+from typing import Generic, Literal, Protocol, Self, TypeVar, overload
+
+import anyio.to_thread
+
+from safedb.audit.events import AuditEvent
+from safedb.audit.records import AuditRecord
+from safedb.audit.store import AuditQuery
+
+
+class Closable(Protocol):
+    def close(self) -> None: ...
+
+
+WriterT = TypeVar("WriterT", bound=Closable)
+
+
+class ThreadedAuditStore(Generic[WriterT]):
+    """Base of the stores: subclasses implement `append` and `records`; `_writer` is their connection for
+    appending (None when opened read-only)."""
+
+    def __init__(self, writer: WriterT | None) -> None:
+        self._writer = writer
+        self._lock = threading.Lock()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        with self._lock:
+            if self._writer is not None:
+                self._writer.close()
+                self._writer = None
+
+    async def aclose(self) -> None:
+        await anyio.to_thread.run_sync(self.close)
+
+    async def record(self, event: AuditEvent) -> AuditRecord:
+        """Append `event` in a worker thread."""
+        return await anyio.to_thread.run_sync(self.append, event)
+
+    async def record_answer(self, event: AuditEvent) -> AuditRecord | None:
+        """Append the answer to a question, unless that question (`event.request_id`) already has one.
+
+        The check and the append happen under the store's write lock, so an answer is acted on once even
+        when several server processes share the log: None means it was already answered (a replay).
+        """
+        return await anyio.to_thread.run_sync(self.append, event, True)
+
+    async def query(self, query: AuditQuery) -> Sequence[AuditRecord]:
+        return await anyio.to_thread.run_sync(lambda: list(self.records(query)))
+
+    @overload
+    def append(self, event: AuditEvent, first_answer: Literal[False] = False) -> AuditRecord: ...
+
+    @overload
+    def append(self, event: AuditEvent, first_answer: bool) -> AuditRecord | None: ...
+
+    def append(self, event: AuditEvent, first_answer: bool = False) -> AuditRecord | None:
+        """Append `event` as the next record and return it. AuditWriteFailed when it cannot be written.
+
+        With `first_answer`, nothing is appended (None is returned) when the event's request already has
+        a record other than `requested`.
+        """
+        return self._write(event, first_answer)
+
+    def _write(self, event: AuditEvent, first_answer: bool) -> AuditRecord | None:
+        raise NotImplementedError
+
+    def records(self, query: AuditQuery) -> Iterator[AuditRecord]:
+        raise NotImplementedError
