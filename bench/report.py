@@ -1,0 +1,287 @@
+"""Summaries of a run (medians over rounds, ratios, targets) and the Markdown page docs/benchmarks.md."""
+
+from __future__ import annotations
+
+import json
+import math
+import statistics
+import sys
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from bench.load import Metrics
+
+NOTES = [
+    "Read path and elicitation: closed loops (each session sends its next call when the previous answer "
+    "arrives); calls/s counts results that arrived inside the measured window, after a warm-up.",
+    "Latency runs to the arrival of the JSON-RPC result (on an SSE stream the final chunk may follow a little "
+    "later). Elicitation latency covers the whole round trip: call, question, answer, result.",
+    "Waiting approvals on 2026-07-28: a waiting approval is an issued question; the server keeps nothing "
+    "per call beyond the sealed requestState it hands out. Memory is measured after all questions are out "
+    "and before any is answered; then every one is answered and must complete.",
+    "Waiting approvals in the handshake era: every waiting call has its own session and an open SSE stream; "
+    "memory per waiting call includes its session. Both measured after a warm-up of 20 reads and 20 round "
+    "trips, on fresh server processes.",
+    "Large results: both servers cap a result at 500 rows and about 512 KiB of values (SafeDB's defaults). "
+    "`scan` stops reading at the cap; `sorted` makes the engine read and sort every row first. The reference "
+    "returns a dict, which the SDK sends as pretty-printed JSON text and as structured content; SafeDB sends a "
+    "50-row text table and the structured rows.",
+    "Large results: the large call's time depends on how busy the server is with the small reads issued "
+    "meanwhile (a server that answers them faster also has less time left for the large call), so compare it "
+    "together with the small-read latency.",
+    "The reference has no statement time limit, no read-only connection, no classification, no impact "
+    "preview and no audit log; SafeDB writes three audit records (fsync'd) per approved change.",
+]
+
+SAFEDB = "safedb"
+REFERENCE = "reference"
+
+
+def median_metrics(rounds: Sequence[Metrics]) -> Metrics:
+    """Per metric, the median over the rounds (NaN values left out)."""
+    names = {name for metrics in rounds for name in metrics}
+    medians: Metrics = {}
+    for name in sorted(names):
+        values = [metrics[name] for metrics in rounds if name in metrics and not math.isnan(metrics[name])]
+        medians[name] = statistics.median(values) if values else math.nan
+    return medians
+
+
+def ratio(numerator: float | None, denominator: float | None) -> float:
+    if numerator is None or denominator is None or math.isnan(numerator) or math.isnan(denominator):
+        return math.nan
+    if denominator == 0:
+        return math.nan if numerator == 0 else math.inf
+    return numerator / denominator
+
+
+@dataclass(frozen=True)
+class TargetStatus:
+    target: str
+    status: str
+    """"met", "not met", or "not measured"."""
+    detail: str
+
+
+def _scenario(results: dict[str, Any], name: str) -> dict[str, Any] | None:
+    return next((s for s in results["scenarios"] if s["name"] == name), None)
+
+
+def _value(scenario: dict[str, Any], server: str, metric: str) -> float:
+    """A median, NaN when missing (in a file that was written, NaN is null)."""
+    value = scenario["median"].get(server, {}).get(metric)
+    return math.nan if value is None else float(value)
+
+
+def evaluate_targets(results: dict[str, Any], full: dict[str, Any]) -> list[TargetStatus]:
+    """Where SafeDB (as shipped) stands against each target of issue 8; `full` is the full-size plan."""
+    statuses: list[TargetStatus] = []
+
+    def ratio_target(title: str, names: Sequence[str], metric: str, minimum: float) -> None:
+        parts, verdicts = [], []
+        for name in names:
+            scenario = _scenario(results, name)
+            if scenario is None:
+                continue
+            safedb, reference = _value(scenario, SAFEDB, metric), _value(scenario, REFERENCE, metric)
+            value = ratio(safedb, reference)
+            verdicts.append(value >= minimum)
+            parts.append(f"{name}: {value:.2f}x ({safedb:,.0f} vs {reference:,.0f})")
+        statuses.append(_status(title, verdicts, parts))
+
+    ratio_target("Read path: SafeDB >= 0.95x the reference's calls/s", ["read-2025", "read-2026"], "calls_per_s", 0.95)
+    ratio_target(
+        "Elicitation round trip: SafeDB >= 1.0x the reference", ["elicit-2025", "elicit-2026"], "round_trips_per_s", 1.0
+    )
+
+    big_modern = max(full["waiting_modern"])
+    scenario = _scenario(results, f"waiting-2026-{big_modern}")
+    if scenario is None:
+        statuses.append(TargetStatus(f"{big_modern:,} waiting approvals (2026-07-28): < 10 MB growth", "not measured",
+                                     "run without --quick"))  # fmt: skip
+    else:
+        growth = _value(scenario, SAFEDB, "rss_growth_waiting_mib")
+        completed = _value(scenario, SAFEDB, "completed")
+        statuses.append(
+            _status(
+                f"{big_modern:,} waiting approvals (2026-07-28): < 10 MB server memory growth",
+                [growth * 1.048576 < 10 and completed == big_modern],
+                [
+                    f"growth {growth:.1f} MiB, {completed:,.0f}/{big_modern:,} completed (reference: "
+                    f"{_value(scenario, REFERENCE, 'rss_growth_waiting_mib'):.1f} MiB)"
+                ],
+            )
+        )
+    handshake = max(full["waiting_handshake"])
+    scenario = _scenario(results, f"waiting-2025-{handshake}")
+    if scenario is None:
+        statuses.append(
+            TargetStatus("Handshake era: <= 130 KB per waiting call", "not measured", "run without --quick")
+        )
+    else:
+        per_call = _value(scenario, SAFEDB, "rss_per_waiting_call_kib")
+        completed = _value(scenario, SAFEDB, "completed")
+        statuses.append(
+            _status(
+                f"Handshake era ({handshake:,} waiting): <= 130 KB server memory per waiting call",
+                [per_call * 1.024 <= 130 and completed == handshake],
+                [
+                    f"{per_call:.1f} KiB per waiting call, {completed:,.0f}/{handshake:,} completed (reference: "
+                    f"{_value(scenario, REFERENCE, 'rss_per_waiting_call_kib'):.1f} KiB)"
+                ],
+            )
+        )
+    biggest = max(full["large_rows"])
+    names = [f"large-{shape}-{biggest}" for shape in full["large_shapes"]]
+    memory_parts, memory_verdicts, read_parts, read_verdicts = [], [], [], []
+    for name in names:
+        scenario = _scenario(results, name)
+        if scenario is None:
+            continue
+        peak = _value(scenario, SAFEDB, "peak_rss_mib")
+        growth = _value(scenario, SAFEDB, "peak_growth_mib")
+        p99 = _value(scenario, SAFEDB, "small_read_p99_ms")
+        memory_verdicts.append(peak * 1.048576 < 100)
+        memory_parts.append(
+            f"{name}: peak {peak:.0f} MiB, of which {growth:+.1f} MiB during the query (reference: peak "
+            f"{_value(scenario, REFERENCE, 'peak_rss_mib'):.0f} MiB)"
+        )
+        read_verdicts.append(p99 < 50)
+        reference_p99 = _value(scenario, REFERENCE, "small_read_p99_ms")
+        read_parts.append(f"{name}: small read p99 {p99:.1f} ms (reference: {reference_p99:.1f} ms)")
+    statuses.append(_status(f"{biggest:,}-row SELECT: server peak memory < 100 MB", memory_verdicts, memory_parts))
+    statuses.append(_status(f"{biggest:,}-row SELECT: concurrent small read p99 < 50 ms", read_verdicts, read_parts))
+    return statuses
+
+
+def _status(title: str, verdicts: Sequence[bool], parts: Sequence[str]) -> TargetStatus:
+    if not verdicts:
+        return TargetStatus(title, "not measured", "run without --quick")
+    return TargetStatus(title, "met" if all(verdicts) else "not met", "; ".join(parts))
+
+
+def _number(value: float) -> str:
+    if math.isnan(value):
+        return "-"
+    if math.isinf(value):
+        return "inf"
+    magnitude = abs(value)
+    if magnitude >= 1000:
+        return f"{value:,.0f}"
+    if magnitude >= 100:
+        return f"{value:.0f}"
+    if magnitude >= 10:
+        return f"{value:.1f}"
+    return f"{value:.2f}"
+
+
+def _ratio_text(value: float) -> str:
+    return "-" if math.isnan(value) else ("inf" if math.isinf(value) else f"{value:.2f}x")
+
+
+def markdown(results: dict[str, Any]) -> str:
+    meta = results["meta"]
+    machine = meta["machine"]
+    servers = meta["servers"]
+    lines = [
+        "# Benchmarks",
+        "",
+        "SafeDB against a reference server, side by side, in one run. Generated by `python -m bench.run` "
+        "(about 30 minutes; `--quick` for a smoke test that writes elsewhere); do not edit by hand. Raw numbers, "
+        "every round included: `bench/results/latest.json` (`python -m bench.report` renders this page from it).",
+        "",
+        f"- Date: {meta['date']}; mode: {meta['mode']}; rounds per server: {meta['plan']['rounds']} "
+        "(servers measured alternately: A B A B); every figure is the median over the rounds.",
+        f"- Machine: {machine['cpu']}, {machine['cores']} cores, {machine['memory_gib']:.1f} GiB RAM, "
+        f"Linux {machine['kernel']}, {machine['filesystem']} work directory; Python {machine['python']}, "
+        + ", ".join(f"{name} {version}" for name, version in machine["packages"].items())
+        + (f"; checkout {machine['commit']}" if machine.get("commit") else "")
+        + ".",
+        "- Client and servers share the same cores: the load generator is one asyncio process (raw sockets, "
+        "pre-built JSON-RPC bodies over keep-alive HTTP/1.1) and its own CPU per call is shown beside the "
+        "server's. Loopback only (127.0.0.1). CPU and memory of each server come from /proc "
+        "(utime+stime, VmRSS, VmHWM).",
+        "",
+        "Servers:",
+        "",
+    ]
+    lines += [f"- `{name}`: {description}" for name, description in servers.items()]
+    lines += [
+        "",
+        "Ratios are SafeDB/reference: above 1 means SafeDB's number is larger (better for rates, worse for "
+        "latency, CPU, bytes and memory).",
+    ]
+    busy = _busiest_other_cpu(results)
+    if busy > 0.2:
+        lines += [
+            "",
+            f"**Caution:** other processes on the machine used up to {busy:.1f} of its {machine['cores']} cores "
+            "during the measurement windows (row `other processes' CPU`). Absolute rates are depressed and noisy; "
+            "the alternating rounds keep the comparison fair on average, but rerun on a quiet machine for "
+            "figures to quote.",
+        ]
+    lines += ["", "## Targets", "", "| target | status | numbers |", "| --- | --- | --- |"]
+    lines += [f"| {t['target']} | **{t['status']}** | {t['detail']} |" for t in results["targets"]]
+    for family, heading in (
+        ("read", "Read path"),
+        ("elicit", "Elicitation round trip"),
+        ("waiting", "Waiting approvals"),
+        ("large", "Large results"),
+    ):
+        lines += ["", f"## {heading}", ""]
+        for scenario in (s for s in results["scenarios"] if s["family"] == family):
+            lines += _scenario_table(scenario, list(servers))
+    lines += ["", "## Notes", ""]
+    lines += [f"- {note}" for note in [*NOTES, *meta["notes"]]]
+    return "\n".join(lines) + "\n"
+
+
+def _busiest_other_cpu(results: dict[str, Any]) -> float:
+    """The highest CPU (cores) other processes used during a measured window, over all closed-loop rounds."""
+    busiest = 0.0
+    for scenario in results["scenarios"]:
+        for rounds in scenario["rounds"].values():
+            for metrics in rounds:
+                value = metrics.get("other_cpu_cores")
+                if value is not None and not math.isnan(value):
+                    busiest = max(busiest, value)
+    return busiest
+
+
+def _scenario_table(scenario: dict[str, Any], servers: list[str]) -> list[str]:
+    header = ["metric", *servers, "safedb/reference"]
+    lines = [f"### {scenario['title']}", "", "| " + " | ".join(header) + " |", "|" + " --- |" * len(header)]
+    for headline in scenario["headlines"]:
+        metric = headline["metric"]
+        row = [headline["label"]]
+        row += [_number(_value(scenario, server, metric)) for server in servers]
+        reference = _value(scenario, REFERENCE, metric)
+        row.append(_ratio_text(ratio(_value(scenario, SAFEDB, metric), reference)))
+        lines.append("| " + " | ".join(row) + " |")
+    if any("other_cpu_cores" in scenario["median"].get(server, {}) for server in servers):
+        row = ["other processes' CPU, cores"]
+        row += [_number(_value(scenario, server, "other_cpu_cores")) for server in servers]
+        row += [""]
+        lines.append("| " + " | ".join(row) + " |")
+    lines.append("")
+    return lines
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Render a results file again: `python -m bench.report [RESULTS.json [PAGE.md]]`."""
+    args = sys.argv[1:] if argv is None else argv
+    here = Path(__file__).resolve().parent
+    source = Path(args[0]) if args else here / "results" / "latest.json"
+    page = Path(args[1]) if len(args) > 1 else here.parent / "docs" / "benchmarks.md"
+    results = json.loads(source.read_text())
+    # Targets are derived from the medians: evaluate them again, so a change in wording reaches both files.
+    if results["meta"]["mode"] == "full":
+        results["targets"] = [asdict(status) for status in evaluate_targets(results, results["meta"]["plan"])]
+        source.write_text(json.dumps(results, indent=2) + "\n")
+    page.write_text(markdown(results))
+
+
+if __name__ == "__main__":
+    main()
