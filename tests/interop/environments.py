@@ -8,17 +8,14 @@ built with; a lock per environment keeps concurrent test runs from building the 
 
 from __future__ import annotations
 
-import fcntl
-import os
 import shutil
-import subprocess
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from tests.client.conformance import HarnessUnavailable, install_node, npm_install
+from tests.client.conformance import HarnessUnavailable, exclusive_lock, install_node, npm_install, run_setup_step
 from tests.client.servers import ROOT
 
 CACHE = ROOT / ".cache" / "interop"
@@ -48,11 +45,14 @@ def python_environment(name: str, *requirements: str) -> Path:
     with _locked(name):
         if _stamp(venv) != wanted:
             shutil.rmtree(venv, ignore_errors=True)
-            _run([sys.executable, "-m", "venv", str(venv)], f"creating the venv {name}")
-            _run(
-                [str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check", *requirements],
-                f"pip install {' '.join(requirements)}",
-            )
+            try:
+                run_setup_step([sys.executable, "-m", "venv", str(venv)], f"creating the venv {name}")
+                run_setup_step(
+                    [str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check", *requirements],
+                    f"pip install {' '.join(requirements)}",
+                )
+            except HarnessUnavailable as exc:
+                raise ClientUnavailable(str(exc)) from None
             (venv / _STAMP).write_text(wanted)
     return python
 
@@ -84,26 +84,11 @@ def _stamp(directory: Path) -> str | None:
         return None
 
 
-def _run(command: list[str], what: str) -> None:
-    try:
-        result = subprocess.run(
-            command, capture_output=True, text=True, timeout=600, check=False, env=os.environ.copy()
-        )
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        raise ClientUnavailable(f"{what} failed: {exc}") from None
-    if result.returncode != 0:
-        raise ClientUnavailable(f"{what} failed:\n{result.stdout[-3000:]}\n{result.stderr[-3000:]}")
-
-
 @contextmanager
 def _locked(name: str) -> Iterator[None]:
     CACHE.mkdir(parents=True, exist_ok=True)
     ignore = CACHE.parent / ".gitignore"
     if not ignore.exists():
         ignore.write_text("# Test downloads (Node, npm packages, client venvs); never committed.\n*\n")
-    with (CACHE / f".{name}.lock").open("w") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
+    with exclusive_lock(CACHE / f".{name}.lock"):
+        yield
