@@ -292,16 +292,30 @@ async def waiting_modern(target: Target, count: int, concurrency: int, reads: in
             await connection.close()
     rss2 = await _settled_rss(target.pid)
     state_bytes = sum(len(json.dumps(question)) for question in questions) / count
+    metrics = _waiting_metrics(count, (rss0, rss1, rss2), issue_seconds, answer_seconds, finals, read_latencies)
+    metrics["input_required_result_bytes"] = state_bytes
+    return metrics
+
+
+def _waiting_metrics(
+    count: int,
+    rss_kib: tuple[float, float, float],
+    issue_seconds: float,
+    answer_seconds: float,
+    finals: Sequence[bool],
+    read_latencies: list[float],
+) -> Metrics:
+    """The waiting-approvals figures: RSS (KiB) before, while `count` calls wait, and after all answered."""
+    before, waiting, after = rss_kib
     metrics = {
         "waiting": float(count),
-        "rss_before_mib": rss0 / 1024,
-        "rss_growth_waiting_mib": (rss1 - rss0) / 1024,
-        "rss_per_waiting_call_kib": (rss1 - rss0) / count,
-        "rss_growth_after_answers_mib": (rss2 - rss0) / 1024,
+        "rss_before_mib": before / 1024,
+        "rss_growth_waiting_mib": (waiting - before) / 1024,
+        "rss_per_waiting_call_kib": (waiting - before) / count,
+        "rss_growth_after_answers_mib": (after - before) / 1024,
         "issue_per_s": count / issue_seconds,
         "answer_per_s": count / answer_seconds,
         "completed": float(sum(finals)),
-        "input_required_result_bytes": state_bytes,
     }
     metrics.update(latency_metrics("fresh_read", read_latencies))
     return metrics
@@ -350,18 +364,7 @@ async def waiting_handshake(target: Target, count: int, concurrency: int, reads:
         while not answer_pool.empty():
             await answer_pool.get_nowait().close()
     rss2 = await _settled_rss(target.pid)
-    metrics = {
-        "waiting": float(count),
-        "rss_before_mib": rss0 / 1024,
-        "rss_growth_waiting_mib": (rss1 - rss0) / 1024,
-        "rss_per_waiting_call_kib": (rss1 - rss0) / count,
-        "rss_growth_after_answers_mib": (rss2 - rss0) / 1024,
-        "issue_per_s": count / setup_seconds,
-        "answer_per_s": count / answer_seconds,
-        "completed": float(sum(finals)),
-    }
-    metrics.update(latency_metrics("fresh_read", read_latencies))
-    return metrics
+    return _waiting_metrics(count, (rss0, rss1, rss2), setup_seconds, answer_seconds, finals, read_latencies)
 
 
 async def large_result(
