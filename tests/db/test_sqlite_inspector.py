@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from safedb.db.sqlite.connections import GuardedConnection, open_reader
-from safedb.db.sqlite.inspector import inspect_statement, leading_keyword
+from safedb.db.sqlite.connections import GuardedConnection, open_inspector
+from safedb.db.sqlite.inspector import inspect_statement, leading_keyword, shadow_table_names
 from safedb.errors import EmptyStatement, InvalidStatement, MultipleStatements, TransactionControl
 from safedb.sql.classification import ChangeKind
 
@@ -25,19 +25,19 @@ INSERT INTO items (name) VALUES ('a'), ('b');
 
 
 @pytest.fixture(scope="module")
-def reader(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GuardedConnection]:
+def inspector(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GuardedConnection]:
     path: Path = tmp_path_factory.mktemp("inspect") / "inspect.db"
     connection = sqlite3.connect(path)
     connection.executescript(SETUP)
     connection.close()
-    guarded = open_reader(path)
+    guarded = open_inspector(path)
     yield guarded
     guarded.close()
 
 
-def classify(reader: GuardedConnection, sql: str) -> tuple[ChangeKind, ...]:
-    with reader.session(5) as connection:
-        return inspect_statement(connection, sql).kinds
+def classify(inspector: GuardedConnection, sql: str) -> tuple[ChangeKind, ...]:
+    with inspector.session(5) as connection:
+        return inspect_statement(connection, sql, shadow_table_names(connection)).kinds
 
 
 @pytest.mark.parametrize(
@@ -59,8 +59,8 @@ def classify(reader: GuardedConnection, sql: str) -> tuple[ChangeKind, ...]:
         "SeLeCt CoUnT(*) FrOm items",
     ],
 )
-def test_reads_are_read_only(reader: GuardedConnection, sql: str) -> None:
-    assert classify(reader, sql) == ()
+def test_reads_are_read_only(inspector: GuardedConnection, sql: str) -> None:
+    assert classify(inspector, sql) == ()
 
 
 @pytest.mark.parametrize(
@@ -97,8 +97,8 @@ def test_reads_are_read_only(reader: GuardedConnection, sql: str) -> None:
         ("CREATE TEMP TABLE scratch (a)", (ChangeKind.CREATE,)),
     ],
 )
-def test_changes_are_classified(reader: GuardedConnection, sql: str, kinds: tuple[ChangeKind, ...]) -> None:
-    assert classify(reader, sql) == kinds
+def test_changes_are_classified(inspector: GuardedConnection, sql: str, kinds: tuple[ChangeKind, ...]) -> None:
+    assert classify(inspector, sql) == kinds
 
 
 @pytest.mark.parametrize(
@@ -117,13 +117,13 @@ def test_changes_are_classified(reader: GuardedConnection, sql: str, kinds: tupl
         ("SELECT 1\x00; DROP TABLE items", InvalidStatement),
     ],
 )
-def test_refused_statements(reader: GuardedConnection, sql: str, error: type[Exception]) -> None:
+def test_refused_statements(inspector: GuardedConnection, sql: str, error: type[Exception]) -> None:
     with pytest.raises(error):
-        classify(reader, sql)
+        classify(inspector, sql)
 
 
-def test_the_reader_cannot_write_even_if_asked(reader: GuardedConnection) -> None:
-    with reader.session(5) as connection, pytest.raises(sqlite3.DatabaseError):
+def test_the_inspector_cannot_write_even_if_asked(inspector: GuardedConnection) -> None:
+    with inspector.session(5) as connection, pytest.raises(sqlite3.DatabaseError):
         connection.execute("DELETE FROM items")
 
 

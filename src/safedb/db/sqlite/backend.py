@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import queue
 import sqlite3
@@ -25,8 +26,9 @@ from safedb.db.results import fetch_capped
 from safedb.db.sqlite import connections
 from safedb.db.sqlite.connections import Authorizer, GuardedConnection, quote_identifier
 from safedb.db.sqlite.impact import measure_impact
-from safedb.db.sqlite.inspector import inspect_statement, shadow_table_names
-from safedb.errors import QueryFailed
+from safedb.db.sqlite.inspector import inspect_statement, schema_version, shadow_table_names
+from safedb.db.sqlite.read_only_cache import ReadOnlyStatements
+from safedb.errors import QueryFailed, QueryTimeout
 from safedb.sql.classification import ChangeKind, Classification, ObjectType
 from safedb.sql.sqlite_actions import (
     Action,
@@ -39,6 +41,11 @@ from safedb.sql.sqlite_actions import (
 logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
+
+# Reads that SQLite finishes within this many seconds run on the event loop's thread: handing work to a
+# worker thread and back costs more CPU than that. A read still running at the limit is stopped and run
+# again in a worker thread (reads change nothing, so running one again is safe).
+INLINE_BUDGET = 0.002
 
 # The schema name SQLite gives the copy it builds while running VACUUM.
 VACUUM_SCHEMA = "vacuum_db"
@@ -98,31 +105,28 @@ def approved_only(approved: Classification, shadow_tables: frozenset[str]) -> Au
 
 
 class SqliteDatabase:
-    """One SQLite file: a small pool of read-only readers and one writer, used from worker threads."""
+    """One SQLite file: a small pool of read-only readers and as many inspectors (read-only connections
+    that classify statements, kept apart so that the readers keep their prepared statements), used from
+    worker threads; one more reader for short reads on the event loop's thread (`INLINE_BUDGET`), which
+    never waits for a lock; and one writer."""
 
     def __init__(self, path: Path, limits: QueryLimits, *, readers: int = 4, label: str | None = None) -> None:
         connections.check_database_file(path)
         self.path = path
         self.limits = limits
         self._label = label or f"sqlite {path.name}"
-        self._readers: queue.SimpleQueue[GuardedConnection] = queue.SimpleQueue()
         self._all_readers = [connections.open_reader(path) for _ in range(readers)]
-        for reader in self._all_readers:
-            self._readers.put(reader)
+        self._all_inspectors = [connections.open_inspector(path) for _ in range(readers)]
+        self._readers = _pool(self._all_readers)
+        self._inspectors = _pool(self._all_inspectors)
+        self._inline_reader = connections.open_reader(path, busy_timeout=0)
         self._writer = connections.open_writer(path)
+        self._read_only_statements = ReadOnlyStatements()
+        self._shadow_tables: tuple[int, frozenset[str]] = (-1, frozenset())
 
     @property
     def label(self) -> str:
         return self._label
-
-    @contextmanager
-    def _reader(self, seconds: float) -> Iterator[sqlite3.Connection]:
-        reader = self._readers.get()
-        try:
-            with reader.session(seconds) as connection:
-                yield connection
-        finally:
-            self._readers.put(reader)
 
     async def _in_thread(self, work: Callable[[], T]) -> T:
         """Run blocking database work in a worker thread; if the call is cancelled, interrupt SQLite so the
@@ -138,22 +142,59 @@ class SqliteDatabase:
         finally:
             connections.HELD_CONNECTIONS.reset(token)
 
+    def _inline(self, work: Callable[[sqlite3.Connection], T]) -> T:
+        """Run short read-only `work` on the event loop's reader.
+
+        Raises:
+            QueryFailed: SQLite stopped it (QueryTimeout past `INLINE_BUDGET`) or reported an error,
+                for instance a lock held by a writer. Nothing was changed: the connection is read-only.
+        """
+        with self._inline_reader.session(min(INLINE_BUDGET, self.limits.statement_timeout)) as connection:
+            return work(connection)
+
     async def classify(self, sql: str) -> Classification:
+        with contextlib.suppress(QueryFailed):  # e.g. a writer's lock: then inspect it anew
+            if (known := self._inline(lambda c: self._read_only_statements.get(sql, schema_version(c)))) is not None:
+                return known
+
         def work() -> Classification:
-            with self._reader(self.limits.statement_timeout) as connection:
-                return inspect_statement(connection, sql)
+            with _session_from(self._inspectors, self.limits.statement_timeout) as connection:
+                version = schema_version(connection)
+                classification = inspect_statement(connection, sql, self._shadow_tables_at(connection, version))
+                if schema_version(connection) == version:  # else the schema changed while compiling
+                    self._read_only_statements.add(sql, version, classification)
+                return classification
 
         return await self._in_thread(work)
+
+    def _shadow_tables_at(self, connection: sqlite3.Connection, version: int) -> frozenset[str]:
+        known_version, names = self._shadow_tables
+        if known_version != version:
+            names = shadow_table_names(connection)
+            self._shadow_tables = (version, names)
+        return names
 
     async def read(self, classification: Classification) -> ResultSet:
         if not classification.read_only:
             raise ValueError("read() takes read-only statements only")
 
-        def work() -> ResultSet:
-            with self._reader(self.limits.statement_timeout) as connection:
-                cursor = connection.execute(classification.statement)
+        def run(connection: sqlite3.Connection) -> ResultSet:
+            # Closing the cursor ends the read at once, even when rows were left unread past the caps.
+            with contextlib.closing(connection.execute(classification.statement)) as cursor:
                 columns = [column[0] for column in cursor.description or ()]
                 return fetch_capped(cursor, columns, self.limits)
+
+        if not self._read_only_statements.long_running(classification.statement):
+            try:
+                return self._inline(run)
+            except QueryTimeout:
+                self._read_only_statements.mark_long_running(classification.statement)
+            except QueryFailed:
+                pass  # a lock, or an error that the worker thread will report
+
+        def work() -> ResultSet:
+            with _session_from(self._readers, self.limits.statement_timeout) as connection:
+                return run(connection)
 
         return await self._in_thread(work)
 
@@ -200,7 +241,7 @@ class SqliteDatabase:
 
     async def list_tables(self) -> list[TableInfo]:
         def work() -> list[TableInfo]:
-            with self._reader(self.limits.statement_timeout) as connection:
+            with _session_from(self._readers, self.limits.statement_timeout) as connection:
                 return [
                     TableInfo(name, _object_type(kind, sql)) for name, kind, sql in connection.execute(_CATALOG_SQL)
                 ]
@@ -209,7 +250,7 @@ class SqliteDatabase:
 
     async def describe_table(self, name: str) -> TableDescription | None:
         def work() -> TableDescription | None:
-            with self._reader(self.limits.statement_timeout) as connection:
+            with _session_from(self._readers, self.limits.statement_timeout) as connection:
                 catalog = {row[0]: row for row in connection.execute(_CATALOG_SQL)}
                 if name not in catalog:
                     return None
@@ -228,9 +269,26 @@ class SqliteDatabase:
         return await self._in_thread(work)
 
     async def aclose(self) -> None:
-        for reader in self._all_readers:
-            reader.close()
-        self._writer.close()
+        for connection in (*self._all_readers, *self._all_inspectors, self._inline_reader, self._writer):
+            connection.close()
+
+
+def _pool(members: list[GuardedConnection]) -> queue.SimpleQueue[GuardedConnection]:
+    pool: queue.SimpleQueue[GuardedConnection] = queue.SimpleQueue()
+    for member in members:
+        pool.put(member)
+    return pool
+
+
+@contextmanager
+def _session_from(pool: queue.SimpleQueue[GuardedConnection], seconds: float) -> Iterator[sqlite3.Connection]:
+    """A session on a connection taken from `pool` (waiting for one to be free), given back afterwards."""
+    member = pool.get()
+    try:
+        with member.session(seconds) as connection:
+            yield connection
+    finally:
+        pool.put(member)
 
 
 def _object_type(kind: str, sql: str | None) -> str:

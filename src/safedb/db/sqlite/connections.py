@@ -1,10 +1,11 @@
 """SQLite connections with their guards: read-only readers, one writer, time limits.
 
-Readers are opened read-only (`mode=ro`) with `PRAGMA query_only`, so SQLite itself refuses to
-write through them, and an authorizer refuses what read-only mode does not cover (pragmas that
-change settings, ATTACH, transaction control, extension loading). The writer runs only approved
-statements, and only what was approved: its authorizer lets through the approved statement's own
-authorizer events and plain reads, nothing else.
+Readers, and the inspectors that compile statements to classify them, are opened read-only
+(`mode=ro`) with `PRAGMA query_only`, so SQLite itself refuses to write through them, and an
+authorizer refuses what read-only mode does not cover (pragmas that change settings, ATTACH,
+transaction control, extension loading). The writer runs only approved statements, and only what
+was approved: its authorizer lets through the approved statement's own authorizer events and plain
+reads, nothing else.
 """
 
 from __future__ import annotations
@@ -19,6 +20,9 @@ from pathlib import Path
 
 from safedb.errors import DatabaseOpenError, QueryFailed, QueryTimeout
 from safedb.sql.sqlite_actions import Action, AuthorizerEvent, is_read_event
+
+# How long a connection waits for another one's lock before SQLite reports the database as locked.
+_BUSY_TIMEOUT = 5.0
 
 # How many SQLite virtual-machine steps run between two checks of the time limit.
 _PROGRESS_STEPS = 1000
@@ -48,11 +52,19 @@ def reader_authorizer(code: int, arg1: str | None, arg2: str | None, schema: str
 
 
 class GuardedConnection:
-    """One sqlite3 connection, used by one thread at a time, with a per-call time limit."""
+    """One sqlite3 connection, used by one thread at a time, with a per-call time limit.
 
-    def __init__(self, connection: sqlite3.Connection, authorizer: Authorizer | None) -> None:
+    Unless `keeps_authorizer`, the connection's authorizer is set back to `authorizer` after every
+    session, in case the work set another. Setting an authorizer makes SQLite discard the connection's
+    prepared statements, so connections whose authorizer nothing changes (the readers) skip that.
+    """
+
+    def __init__(
+        self, connection: sqlite3.Connection, authorizer: Authorizer | None, *, keeps_authorizer: bool = False
+    ) -> None:
         self.connection = connection
         self.default_authorizer = authorizer
+        self._keeps_authorizer = keeps_authorizer
         self._lock = threading.Lock()
         self._deadline = float("inf")
         connection.set_authorizer(authorizer)
@@ -77,23 +89,33 @@ class GuardedConnection:
                 raise QueryFailed(f"The database reported an error: {exc}") from exc
             finally:
                 self._deadline = float("inf")
-                self.connection.set_authorizer(self.default_authorizer)
+                if not self._keeps_authorizer:
+                    self.connection.set_authorizer(self.default_authorizer)
 
     def close(self) -> None:
         with self._lock:
             self.connection.close()
 
 
-def open_reader(path: Path) -> GuardedConnection:
+def open_reader(path: Path, *, busy_timeout: float = _BUSY_TIMEOUT) -> GuardedConnection:
+    """A connection that runs read-only statements; it waits up to `busy_timeout` seconds for a lock."""
+    return GuardedConnection(_connect_read_only(path, busy_timeout), reader_authorizer, keeps_authorizer=True)
+
+
+def open_inspector(path: Path) -> GuardedConnection:
+    """A read-only connection for compiling statements under a recording authorizer (see `inspector`)."""
+    return GuardedConnection(_connect_read_only(path, _BUSY_TIMEOUT), reader_authorizer)
+
+
+def _connect_read_only(path: Path, busy_timeout: float) -> sqlite3.Connection:
     uri = path.resolve().as_uri() + "?mode=ro"
-    connection = _connect(uri, uri=True)
+    connection = _connect(uri, uri=True, busy_timeout=busy_timeout)
     connection.execute("PRAGMA query_only = ON")
-    return GuardedConnection(connection, reader_authorizer)
+    return connection
 
 
 def open_writer(path: Path) -> GuardedConnection:
-    connection = _connect(str(path), uri=False)
-    connection.execute("PRAGMA busy_timeout = 5000")
+    connection = _connect(str(path), uri=False, busy_timeout=_BUSY_TIMEOUT)
     return GuardedConnection(connection, None)
 
 
@@ -114,8 +136,8 @@ def check_database_file(path: Path) -> None:
         raise DatabaseOpenError(f"Cannot open {path} as an SQLite database: {exc}") from exc
 
 
-def _connect(target: str, *, uri: bool) -> sqlite3.Connection:
+def _connect(target: str, *, uri: bool, busy_timeout: float) -> sqlite3.Connection:
     try:
-        return sqlite3.connect(target, uri=uri, check_same_thread=False, isolation_level=None)
+        return sqlite3.connect(target, uri=uri, timeout=busy_timeout, check_same_thread=False, isolation_level=None)
     except sqlite3.Error as exc:
         raise DatabaseOpenError(f"Cannot open the database: {exc}") from exc

@@ -36,8 +36,11 @@ def _strip_noise(text: str) -> str:
     return text[noise.end() if noise else 0 :].lstrip(";")
 
 
-def inspect_statement(connection: sqlite3.Connection, sql: str) -> Classification:
+def inspect_statement(connection: sqlite3.Connection, sql: str, shadow_tables: frozenset[str]) -> Classification:
     """Classify one statement by compiling it on `connection` (a read-only one) without running it.
+
+    `shadow_tables` are the database's current `shadow_table_names`. The recording authorizer stays
+    set on `connection` afterwards; its owner puts the usual one back.
 
     The statement is compiled as `EXPLAIN <statement>`, which lists the program instead of running
     it. A statement that already starts with EXPLAIN is compiled as it is. Pragmas that would change
@@ -60,7 +63,6 @@ def inspect_statement(connection: sqlite3.Connection, sql: str) -> Classificatio
             return sqlite3.SQLITE_IGNORE
         return sqlite3.SQLITE_OK
 
-    shadow_tables = shadow_table_names(connection)
     connection.set_authorizer(record)
     try:
         cursor = connection.execute(sql if explain_only else f"EXPLAIN {sql}")
@@ -77,6 +79,12 @@ def inspect_statement(connection: sqlite3.Connection, sql: str) -> Classificatio
     return classify_events(
         sql, events, writes_in_program(program), shape, explain_only=explain_only, shadow_tables=shadow_tables
     )
+
+
+def schema_version(connection: sqlite3.Connection) -> int:
+    """SQLite's schema version of the main database: it changes whenever the schema does."""
+    (version,) = connection.execute("PRAGMA schema_version").fetchone()
+    return int(version)
 
 
 def shadow_table_names(connection: sqlite3.Connection) -> frozenset[str]:

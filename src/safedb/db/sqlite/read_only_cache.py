@@ -1,0 +1,58 @@
+"""Remember which statement texts SQLite compiled as read-only, so a repeated read skips the inspection."""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass
+
+from safedb.sql.classification import Classification
+
+
+@dataclass
+class _Entry:
+    schema_version: int
+    classification: Classification
+    long_running: bool = False
+
+
+class ReadOnlyStatements:
+    """Read-only classifications by statement text, each valid only at the schema version it was made under.
+
+    Any schema change (a table, view, trigger or index created, altered or dropped) bumps SQLite's
+    schema version, so an entry from before it is never used again. Only read-only classifications are
+    kept: a statement that changes anything is inspected afresh every time, so approvals never depend on
+    this cache. Each entry also remembers whether the read once ran too long to run inline (see
+    `SqliteDatabase.read`). The least recently used entry goes first once `size` are held.
+    """
+
+    def __init__(self, size: int = 4096) -> None:
+        self._size = size
+        self._entries: OrderedDict[str, _Entry] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, sql: str, schema_version: int) -> Classification | None:
+        with self._lock:
+            entry = self._entries.get(sql)
+            if entry is None or entry.schema_version != schema_version:
+                return None
+            self._entries.move_to_end(sql)
+            return entry.classification
+
+    def add(self, sql: str, schema_version: int, classification: Classification) -> None:
+        if not classification.read_only:
+            return
+        with self._lock:
+            self._entries[sql] = _Entry(schema_version, classification)
+            self._entries.move_to_end(sql)
+            if len(self._entries) > self._size:
+                self._entries.popitem(last=False)
+
+    def mark_long_running(self, sql: str) -> None:
+        with self._lock:
+            if (entry := self._entries.get(sql)) is not None:
+                entry.long_running = True
+
+    def long_running(self, sql: str) -> bool:
+        entry = self._entries.get(sql)
+        return entry is not None and entry.long_running
