@@ -11,7 +11,8 @@ from __future__ import annotations
 import functools
 import logging
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -98,17 +99,11 @@ class ApprovalChannel:
         request_id = uuid.uuid4().hex
         text = await question.text()
         await question.asking(request_id)
-        answers: list[Reply] = []
-        async with anyio.create_task_group() as group:
-
-            async def wait_for_answer() -> None:
-                with anyio.move_on_after(question.timeout):
-                    answers.append(await self._elicit(ctx, text, question.form, request_id))
-                group.cancel_scope.cancel()
-
-            group.start_soon(wait_for_answer)
-            group.start_soon(self._report_waiting, ctx)
-        return answers[0] if answers else Reply(Answer.TIMEOUT, None, request_id)
+        reply = Reply(Answer.TIMEOUT, None, request_id)
+        with anyio.move_on_after(question.timeout):
+            async with self._progress_while_waiting(ctx):
+                reply = await self._elicit(ctx, text, question.form, request_id)
+        return reply
 
     async def _elicit(
         self, ctx: Context[Any, Any], text: str, form: type[SafetyVerification], request_id: str
@@ -122,8 +117,18 @@ class ApprovalChannel:
             return Reply(Answer.CANCEL, None, request_id)
         return _reply(result, form, request_id)
 
+    @asynccontextmanager
+    async def _progress_while_waiting(self, ctx: Context[Any, Any]) -> AsyncIterator[None]:
+        """Progress notifications while the body waits for a person, if the client asked for progress."""
+        if (ctx.request_context.meta or {}).get("progress_token") is None:
+            yield
+            return
+        async with anyio.create_task_group() as group:
+            group.start_soon(self._report_waiting, ctx)
+            yield
+            group.cancel_scope.cancel()
+
     async def _report_waiting(self, ctx: Context[Any, Any]) -> None:
-        """Progress notifications while a person decides (sent only if the client asked for progress)."""
         waited = 0.0
         while True:
             await anyio.sleep(self._keepalive)

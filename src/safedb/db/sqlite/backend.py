@@ -27,7 +27,7 @@ from safedb.db.sqlite import connections
 from safedb.db.sqlite.connections import Authorizer, GuardedConnection, quote_identifier
 from safedb.db.sqlite.impact import measure_impact
 from safedb.db.sqlite.inspector import inspect_statement, schema_version, shadow_table_names
-from safedb.db.sqlite.read_only_cache import ReadOnlyStatements
+from safedb.db.sqlite.known_statements import KnownStatements
 from safedb.errors import QueryFailed, QueryTimeout
 from safedb.sql.classification import ChangeKind, Classification, ObjectType
 from safedb.sql.sqlite_actions import (
@@ -121,7 +121,7 @@ class SqliteDatabase:
         self._inspectors = _pool(self._all_inspectors)
         self._inline_reader = connections.open_reader(path, busy_timeout=0)
         self._writer = connections.open_writer(path)
-        self._read_only_statements = ReadOnlyStatements()
+        self._known_statements = KnownStatements()
         self._shadow_tables: tuple[int, frozenset[str]] = (-1, frozenset())
 
     @property
@@ -154,7 +154,7 @@ class SqliteDatabase:
 
     async def classify(self, sql: str) -> Classification:
         with contextlib.suppress(QueryFailed):  # e.g. a writer's lock: then inspect it anew
-            if (known := self._inline(lambda c: self._read_only_statements.get(sql, schema_version(c)))) is not None:
+            if (known := self._inline(lambda c: self._known_statements.get(sql, schema_version(c)))) is not None:
                 return known
 
         def work() -> Classification:
@@ -162,7 +162,7 @@ class SqliteDatabase:
                 version = schema_version(connection)
                 classification = inspect_statement(connection, sql, self._shadow_tables_at(connection, version))
                 if schema_version(connection) == version:  # else the schema changed while compiling
-                    self._read_only_statements.add(sql, version, classification)
+                    self._known_statements.add(sql, version, classification)
                 return classification
 
         return await self._in_thread(work)
@@ -184,11 +184,11 @@ class SqliteDatabase:
                 columns = [column[0] for column in cursor.description or ()]
                 return fetch_capped(cursor, columns, self.limits)
 
-        if not self._read_only_statements.long_running(classification.statement):
+        if not self._known_statements.long_running(classification.statement):
             try:
                 return self._inline(run)
             except QueryTimeout:
-                self._read_only_statements.mark_long_running(classification.statement)
+                self._known_statements.mark_long_running(classification.statement)
             except QueryFailed:
                 pass  # a lock, or an error that the worker thread will report
 

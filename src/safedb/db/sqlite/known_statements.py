@@ -1,4 +1,4 @@
-"""Remember which statement texts SQLite compiled as read-only, so a repeated read skips the inspection."""
+"""Remember how each statement text classified, so a repeated statement is not compiled again."""
 
 from __future__ import annotations
 
@@ -16,14 +16,15 @@ class _Entry:
     long_running: bool = False
 
 
-class ReadOnlyStatements:
-    """Read-only classifications by statement text, each valid only at the schema version it was made under.
+class KnownStatements:
+    """Classifications by statement text, each valid only at the schema version it was made under.
 
-    Any schema change (a table, view, trigger or index created, altered or dropped) bumps SQLite's
-    schema version, so an entry from before it is never used again. Only read-only classifications are
-    kept: a statement that changes anything is inspected afresh every time, so approvals never depend on
-    this cache. Each entry also remembers whether the read once ran too long to run inline (see
-    `SqliteDatabase.read`). The least recently used entry goes first once `size` are held.
+    A classification depends only on the statement and the schema, and any schema change (a table,
+    view, trigger or index created, altered or dropped) bumps SQLite's schema version, so an entry
+    from before it is never used again. Besides, an approved statement runs under an authorizer that
+    lets through only the actions its classification listed, checked by SQLite as it runs. Each entry
+    also remembers whether the read once ran too long to run inline (see `SqliteDatabase.read`). The
+    least recently used entry goes first once `size` are held.
     """
 
     def __init__(self, size: int = 4096) -> None:
@@ -40,8 +41,6 @@ class ReadOnlyStatements:
             return entry.classification
 
     def add(self, sql: str, schema_version: int, classification: Classification) -> None:
-        if not classification.read_only:
-            return
         with self._lock:
             self._entries[sql] = _Entry(schema_version, classification)
             self._entries.move_to_end(sql)

@@ -1,4 +1,4 @@
-"""Repeated reads skip the inspection, but never across a schema change, and changes are always inspected."""
+"""Repeated statements skip the inspection, but never across a schema change."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ import pytest
 
 from safedb.db.backend import QueryLimits
 from safedb.db.sqlite.backend import SqliteDatabase
-from safedb.db.sqlite.read_only_cache import ReadOnlyStatements
+from safedb.db.sqlite.known_statements import KnownStatements
 from safedb.errors import InvalidStatement
-from safedb.sql.classification import Change, ChangeKind, Classification, DatabaseObject, ObjectType
+from safedb.sql.classification import Classification
 
 pytestmark = pytest.mark.anyio
 
@@ -31,7 +31,7 @@ def change_schema(path: Path, script: str) -> None:
     connection.close()
 
 
-async def test_a_read_is_classified_once_per_schema_version(database_path: Path) -> None:
+async def test_a_statement_is_classified_once_per_schema_version(database_path: Path) -> None:
     database = SqliteDatabase(database_path, QueryLimits())
     try:
         first = await database.classify("SELECT * FROM w")
@@ -48,13 +48,20 @@ async def test_a_read_is_classified_once_per_schema_version(database_path: Path)
         await database.aclose()
 
 
-async def test_a_change_is_inspected_every_time(database_path: Path) -> None:
+async def test_a_known_change_is_reinspected_after_a_schema_change(database_path: Path) -> None:
+    """A trigger added after the first classification is part of the second one."""
     database = SqliteDatabase(database_path, QueryLimits())
     try:
         first = await database.classify("DELETE FROM t")
+        assert await database.classify("DELETE FROM t") is first
+        change_schema(
+            database_path,
+            "CREATE TABLE gone (id INTEGER); CREATE TRIGGER t_gone AFTER DELETE ON t "
+            "BEGIN INSERT INTO gone VALUES (OLD.id); END;",
+        )
         again = await database.classify("DELETE FROM t")
-        assert first.kinds == again.kinds == (ChangeKind.DELETE,)
-        assert again is not first
+        assert [str(change) for change in first.changes] == ["delete table t"]
+        assert [str(change) for change in again.changes if change.via] == ["insert table gone via t_gone"]
     finally:
         await database.aclose()
 
@@ -74,15 +81,12 @@ async def test_a_statement_that_becomes_a_change_is_inspected_again(database_pat
         await database.aclose()
 
 
-def test_the_cache_keeps_read_only_classifications_only() -> None:
-    cache = ReadOnlyStatements(size=2)
+def test_the_least_recently_used_entry_goes_first() -> None:
+    cache = KnownStatements(size=2)
     read = Classification(statement="SELECT 1")
     cache.add("SELECT 1", 7, read)
     assert cache.get("SELECT 1", 7) is read
     assert cache.get("SELECT 1", 8) is None
-    delete = Change(ChangeKind.DELETE, DatabaseObject(ObjectType.TABLE, "t"))
-    cache.add("DELETE FROM t", 7, Classification(statement="DELETE FROM t", changes=(delete,)))
-    assert cache.get("DELETE FROM t", 7) is None
     cache.add("SELECT 2", 7, Classification(statement="SELECT 2"))
     cache.get("SELECT 1", 7)  # now the most recently used
     cache.add("SELECT 3", 7, Classification(statement="SELECT 3"))
