@@ -47,6 +47,10 @@ T = TypeVar("T")
 # again in a worker thread (reads change nothing, so running one again is safe).
 INLINE_BUDGET = 0.002
 
+# Statements up to this long are classified on the event loop's thread too (parsing one takes at most
+# a millisecond or two); longer ones in a worker thread.
+INLINE_STATEMENT_CHARS = 1000
+
 # The schema name SQLite gives the copy it builds while running VACUUM.
 VACUUM_SCHEMA = "vacuum_db"
 
@@ -107,8 +111,8 @@ def approved_only(approved: Classification, shadow_tables: frozenset[str]) -> Au
 class SqliteDatabase:
     """One SQLite file: a small pool of read-only readers and as many inspectors (read-only connections
     that classify statements, kept apart so that the readers keep their prepared statements), used from
-    worker threads; one more reader for short reads on the event loop's thread (`INLINE_BUDGET`), which
-    never waits for a lock; and one writer."""
+    worker threads; one more reader and one more inspector for short work on the event loop's thread
+    (`INLINE_BUDGET`), which never wait for a lock; and one writer."""
 
     def __init__(self, path: Path, limits: QueryLimits, *, readers: int = 4, label: str | None = None) -> None:
         connections.check_database_file(path)
@@ -120,6 +124,7 @@ class SqliteDatabase:
         self._readers = _pool(self._all_readers)
         self._inspectors = _pool(self._all_inspectors)
         self._inline_reader = connections.open_reader(path, busy_timeout=0)
+        self._inline_inspector = connections.open_inspector(path, busy_timeout=0)
         self._writer = connections.open_writer(path)
         self._known_statements = KnownStatements()
         self._shadow_tables: tuple[int, frozenset[str]] = (-1, frozenset())
@@ -142,30 +147,35 @@ class SqliteDatabase:
         finally:
             connections.HELD_CONNECTIONS.reset(token)
 
-    def _inline(self, work: Callable[[sqlite3.Connection], T]) -> T:
-        """Run short read-only `work` on the event loop's reader.
+    def _inline(self, connection: GuardedConnection, work: Callable[[sqlite3.Connection], T]) -> T:
+        """Run short read-only `work` on one of the event loop's own connections.
 
         Raises:
             QueryFailed: SQLite stopped it (QueryTimeout past `INLINE_BUDGET`) or reported an error,
                 for instance a lock held by a writer. Nothing was changed: the connection is read-only.
         """
-        with self._inline_reader.session(min(INLINE_BUDGET, self.limits.statement_timeout)) as connection:
-            return work(connection)
+        with connection.session(min(INLINE_BUDGET, self.limits.statement_timeout)) as session:
+            return work(session)
 
     async def classify(self, sql: str) -> Classification:
-        with contextlib.suppress(QueryFailed):  # e.g. a writer's lock: then inspect it anew
-            if (known := self._inline(lambda c: self._known_statements.get(sql, schema_version(c)))) is not None:
-                return known
+        if len(sql) <= INLINE_STATEMENT_CHARS:
+            with contextlib.suppress(QueryFailed):  # a writer's lock, or past the budget: in a worker thread
+                return self._inline(self._inline_inspector, lambda connection: self._classify(connection, sql))
 
         def work() -> Classification:
             with _session_from(self._inspectors, self.limits.statement_timeout) as connection:
-                version = schema_version(connection)
-                classification = inspect_statement(connection, sql, self._shadow_tables_at(connection, version))
-                if schema_version(connection) == version:  # else the schema changed while compiling
-                    self._known_statements.add(sql, version, classification)
-                return classification
+                return self._classify(connection, sql)
 
         return await self._in_thread(work)
+
+    def _classify(self, inspector: sqlite3.Connection, sql: str) -> Classification:
+        version = schema_version(inspector)
+        if (known := self._known_statements.get(sql, version)) is not None:
+            return known
+        classification = inspect_statement(inspector, sql, self._shadow_tables_at(inspector, version))
+        if schema_version(inspector) == version:  # else the schema changed while compiling
+            self._known_statements.add(sql, version, classification)
+        return classification
 
     def _shadow_tables_at(self, connection: sqlite3.Connection, version: int) -> frozenset[str]:
         known_version, names = self._shadow_tables
@@ -186,7 +196,7 @@ class SqliteDatabase:
 
         if not self._known_statements.long_running(classification.statement):
             try:
-                return self._inline(run)
+                return self._inline(self._inline_reader, run)
             except QueryTimeout:
                 self._known_statements.mark_long_running(classification.statement)
             except QueryFailed:
@@ -269,7 +279,8 @@ class SqliteDatabase:
         return await self._in_thread(work)
 
     async def aclose(self) -> None:
-        for connection in (*self._all_readers, *self._all_inspectors, self._inline_reader, self._writer):
+        inline = (self._inline_reader, self._inline_inspector)
+        for connection in (*self._all_readers, *self._all_inspectors, *inline, self._writer):
             connection.close()
 
 

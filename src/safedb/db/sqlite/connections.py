@@ -102,9 +102,9 @@ def open_reader(path: Path, *, busy_timeout: float = _BUSY_TIMEOUT) -> GuardedCo
     return GuardedConnection(_connect_read_only(path, busy_timeout), reader_authorizer, keeps_authorizer=True)
 
 
-def open_inspector(path: Path) -> GuardedConnection:
+def open_inspector(path: Path, *, busy_timeout: float = _BUSY_TIMEOUT) -> GuardedConnection:
     """A read-only connection for compiling statements under a recording authorizer (see `inspector`)."""
-    return GuardedConnection(_connect_read_only(path, _BUSY_TIMEOUT), reader_authorizer)
+    return GuardedConnection(_connect_read_only(path, busy_timeout), reader_authorizer)
 
 
 def _connect_read_only(path: Path, busy_timeout: float) -> sqlite3.Connection:

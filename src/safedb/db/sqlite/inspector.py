@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 import sqlite3
 
-from safedb.errors import EmptyStatement, InvalidStatement, MultipleStatements
+from safedb.errors import EmptyStatement, InvalidStatement, MultipleStatements, QueryFailed
 from safedb.sql.classification import Classification
 from safedb.sql.sqlite_actions import (
     Action,
@@ -48,7 +48,8 @@ def inspect_statement(connection: sqlite3.Connection, sql: str, shadow_tables: f
     compiling.
 
     Raises:
-        EmptyStatement, MultipleStatements, TransactionControl, InvalidStatement.
+        EmptyStatement, MultipleStatements, TransactionControl, InvalidStatement; QueryFailed when the
+        database is locked.
     """
     keyword = leading_keyword(sql)
     if keyword is None:
@@ -72,6 +73,8 @@ def inspect_statement(connection: sqlite3.Connection, sql: str, shadow_tables: f
             raise MultipleStatements from exc
         raise InvalidStatement(f"SQLite cannot run this statement: {exc}") from exc
     except sqlite3.DatabaseError as exc:
+        if exc.sqlite_errorcode & 0xFF in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED):
+            raise QueryFailed(f"The database is busy: {exc}") from exc  # says nothing about the statement
         raise InvalidStatement(f"SQLite cannot run this statement: {exc}") from exc
     except ValueError as exc:  # e.g. a NUL character in the text
         raise InvalidStatement(f"SQLite cannot run this statement: {exc}") from exc

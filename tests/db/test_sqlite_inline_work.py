@@ -1,4 +1,5 @@
-"""Short reads run on the event loop's thread; anything that would hold it up moves to a worker thread."""
+"""Short reads and classifications run on the event loop's thread; anything that would hold it up moves
+to a worker thread."""
 
 from __future__ import annotations
 
@@ -70,12 +71,17 @@ async def test_a_long_read_does_not_hold_up_the_event_loop(database_path: Path) 
         await database.aclose()
 
 
-async def test_a_read_waits_for_a_writers_lock_without_holding_up_the_event_loop(database_path: Path) -> None:
-    """With a rollback journal, a writer committing holds an exclusive lock that readers must wait out."""
+@pytest.mark.parametrize("known", [True, False], ids=["known statement", "new statement"])
+async def test_a_read_waits_for_a_writers_lock_without_holding_up_the_event_loop(
+    database_path: Path, known: bool
+) -> None:
+    """With a rollback journal, a writer committing holds an exclusive lock that readers must wait out,
+    both to classify a statement and to run it."""
     database = SqliteDatabase(database_path, QueryLimits())
     writer = sqlite3.connect(database_path, isolation_level=None, check_same_thread=False)
     try:
-        await database.read(await database.classify("SELECT id FROM t ORDER BY id"))  # known, and ran inline
+        if known:
+            await database.read(await database.classify("SELECT id FROM t ORDER BY id"))
         writer.execute("BEGIN EXCLUSIVE")
         writer.execute("INSERT INTO t VALUES (4)")
 
