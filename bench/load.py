@@ -8,10 +8,11 @@ check that the server, not the client, was the bottleneck.
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 import math
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -137,8 +138,22 @@ def _modern_read(connection: Connection, query: str) -> Call:
     return call
 
 
-def _handshake_read(connection: Connection, session: HandshakeSession, query: str) -> Call:
+def _modern_new_reads(connection: Connection, queries: Iterator[str]) -> Call:
+    caller = ModernCaller()
+    counter = iter(range(1, 1 << 62))
+
     async def call() -> tuple[float, float, bool]:
+        body = caller.body(next(counter), next(queries))
+        start = time.perf_counter()
+        response = await connection.request(body, caller.headers)
+        return start, response.result_at, response.status == 200 and tool_call_ok(response.messages[-1])
+
+    return call
+
+
+def _handshake_read(connection: Connection, session: HandshakeSession, queries: Iterator[str]) -> Call:
+    async def call() -> tuple[float, float, bool]:
+        query = next(queries)
         start = time.perf_counter()
         response = await session.call(connection, query)
         return start, response.result_at, response.status == 200 and tool_call_ok(response.messages[-1])
@@ -146,17 +161,29 @@ def _handshake_read(connection: Connection, session: HandshakeSession, query: st
     return call
 
 
-async def read_path(target: Target, era: str, sessions: int, seconds: float, warmup: float) -> Metrics:
-    """K concurrent sessions (connections, on 2026-07-28) calling a small SELECT in a closed loop."""
+def new_small_reads() -> Iterator[str]:
+    """The small SELECT, each time as a statement text the server has not seen (same rows, same work)."""
+    return (f"{SMALL_READ} AND {n} > 0" for n in itertools.count(1))
+
+
+async def read_path(
+    target: Target, era: str, sessions: int, seconds: float, warmup: float, *, new_statements: bool = False
+) -> Metrics:
+    """K concurrent sessions (connections, on 2026-07-28) calling a small SELECT in a closed loop; with
+    `new_statements`, every call sends a statement text never sent before."""
+    queries = new_small_reads() if new_statements else itertools.repeat(SMALL_READ)
     connections: list[Connection] = []
     try:
         if era == MODERN_VERSION:
             connections = [await target.connect() for _ in range(sessions)]
-            calls = [_modern_read(connection, SMALL_READ) for connection in connections]
+            if new_statements:
+                calls = [_modern_new_reads(connection, queries) for connection in connections]
+            else:
+                calls = [_modern_read(connection, SMALL_READ) for connection in connections]
         else:
             opened = await _handshake_sessions(target, sessions)
             connections = [connection for connection, _ in opened]
-            calls = [_handshake_read(connection, session, SMALL_READ) for connection, session in opened]
+            calls = [_handshake_read(connection, session, queries) for connection, session in opened]
         return await _closed_loop(target, calls, seconds, warmup, "calls")
     finally:
         for connection in connections:
@@ -212,7 +239,7 @@ async def _fresh_reads(target: Target, era: str, count: int) -> list[float]:
         if era == MODERN_VERSION:
             call = _modern_read(connection, SMALL_READ)
         else:
-            call = _handshake_read(connection, await HandshakeSession.open(connection), SMALL_READ)
+            call = _handshake_read(connection, await HandshakeSession.open(connection), itertools.repeat(SMALL_READ))
         latencies = []
         for _ in range(count):
             start, end, ok = await call()
@@ -447,4 +474,6 @@ async def _large_and_small(
     async def handshake_big() -> Response:
         return await session.call(big_connection, query)
 
-    return handshake_big, _handshake_read(small_connection, await HandshakeSession.open(small_connection), SMALL_READ)
+    return handshake_big, _handshake_read(
+        small_connection, await HandshakeSession.open(small_connection), itertools.repeat(SMALL_READ)
+    )

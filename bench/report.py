@@ -16,6 +16,9 @@ from bench.load import Metrics
 NOTES = [
     "Read path and elicitation: closed loops (each session sends its next call when the previous answer "
     "arrives); calls/s counts results that arrived inside the measured window, after a warm-up.",
+    "Read path: `read-*` repeats one statement, which SafeDB classifies once and then remembers until the "
+    "schema changes; `read-new-*` sends a statement text never seen before on every call (the same query with "
+    "a different always-true condition), so SafeDB classifies every call.",
     "Latency runs to the arrival of the JSON-RPC result (on an SSE stream the final chunk may follow a little "
     "later). Elicitation latency covers the whole round trip: call, question, answer, result.",
     "Waiting approvals on 2026-07-28: a waiting approval is an issued question; the server keeps nothing "
@@ -91,7 +94,8 @@ def evaluate_targets(results: dict[str, Any], full: dict[str, Any]) -> list[Targ
             parts.append(f"{name}: {value:.2f}x ({safedb:,.0f} vs {reference:,.0f})")
         statuses.append(_status(title, verdicts, parts))
 
-    ratio_target("Read path: SafeDB >= 0.95x the reference's calls/s", ["read-2025", "read-2026"], "calls_per_s", 0.95)
+    reads = ["read-2025", "read-2026", "read-new-2025", "read-new-2026"]
+    ratio_target("Read path: SafeDB >= 0.95x the reference's calls/s", reads, "calls_per_s", 0.95)
     ratio_target(
         "Elicitation round trip: SafeDB >= 1.0x the reference", ["elicit-2025", "elicit-2026"], "round_trips_per_s", 1.0
     )

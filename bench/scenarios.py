@@ -118,21 +118,27 @@ _ERA_SHORT = {HANDSHAKE_VERSION: "2025", MODERN_VERSION: "2026"}
 
 def build(plan: Plan) -> list[Scenario]:
     scenarios: list[Scenario] = []
-    for era in (HANDSHAKE_VERSION, MODERN_VERSION):
+    for new_statements in (False, True):
+        for era in (HANDSHAKE_VERSION, MODERN_VERSION):
 
-        async def read(target: Target, era: str = era) -> Metrics:
-            return await load.read_path(target, era, plan.read_sessions, plan.read_seconds, plan.warmup_seconds)
+            async def read(target: Target, era: str = era, new_statements: bool = new_statements) -> Metrics:
+                return await load.read_path(
+                    target, era, plan.read_sessions, plan.read_seconds, plan.warmup_seconds,
+                    new_statements=new_statements,
+                )  # fmt: skip
 
-        scenarios.append(
-            Scenario(
-                f"read-{_ERA_SHORT[era]}",
-                "read",
-                f"Read path, {era}: {plan.read_sessions} concurrent sessions, small SELECT, {plan.read_seconds:g} s",
-                {"era": era, "sessions": plan.read_sessions, "seconds": plan.read_seconds},
-                read,
-                _READ_HEADLINES,
-            )
-        )
+            what = "small SELECT, a new statement text every call" if new_statements else "small SELECT"
+            scenarios.append(
+                Scenario(
+                    f"read-{'new-' if new_statements else ''}{_ERA_SHORT[era]}",
+                    "read",
+                    f"Read path, {era}: {plan.read_sessions} concurrent sessions, {what}, {plan.read_seconds:g} s",
+                    {"era": era, "sessions": plan.read_sessions, "seconds": plan.read_seconds,
+                     "new_statements": new_statements},
+                    read,
+                    _READ_HEADLINES,
+                )
+            )  # fmt: skip
     for era in (HANDSHAKE_VERSION, MODERN_VERSION):
 
         async def elicit(target: Target, era: str = era) -> Metrics:

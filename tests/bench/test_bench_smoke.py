@@ -31,7 +31,7 @@ def test_quick_run_reports_every_scenario_for_both_servers(tmp_path: Path) -> No
     scenarios = results["scenarios"]
     assert {scenario["family"] for scenario in scenarios} == FAMILIES
     names = {scenario["name"] for scenario in scenarios}
-    assert {"read-2025", "read-2026", "elicit-2025", "elicit-2026"} <= names
+    assert {"read-2025", "read-2026", "read-new-2025", "read-new-2026", "elicit-2025", "elicit-2026"} <= names
     assert any(name.startswith("waiting-2026-") for name in names)
     assert any(name.startswith("waiting-2025-") for name in names)
     assert any(name.startswith("large-scan-") for name in names)
