@@ -10,7 +10,7 @@ import pytest
 
 from safedb.db.sqlite.connections import GuardedConnection, open_inspector
 from safedb.db.sqlite.inspector import inspect_statement, leading_keyword, shadow_table_names
-from safedb.errors import EmptyStatement, InvalidStatement, MultipleStatements, TransactionControl
+from safedb.errors import EmptyStatement, InvalidStatement, MultipleStatements, QueryFailed, TransactionControl
 from safedb.sql.classification import ChangeKind
 
 SETUP = """
@@ -133,3 +133,21 @@ def test_the_inspector_cannot_write_even_if_asked(inspector: GuardedConnection) 
 )
 def test_leading_keyword(sql: str, keyword: str | None) -> None:
     assert leading_keyword(sql) == keyword
+
+
+def test_a_locked_database_is_a_failure_not_an_invalid_statement(tmp_path: Path) -> None:
+    path = tmp_path / "locked.db"
+    setup = sqlite3.connect(path)
+    setup.executescript(SETUP)
+    setup.close()
+    inspector = open_inspector(path, busy_timeout=0)
+    writer = sqlite3.connect(path, isolation_level=None)
+    try:
+        writer.execute("BEGIN EXCLUSIVE")
+        with pytest.raises(QueryFailed, match="locked"), inspector.session(5) as connection:
+            inspect_statement(connection, "SELECT name FROM items", frozenset())
+        writer.execute("COMMIT")
+        assert classify(inspector, "SELECT name FROM items") == ()
+    finally:
+        writer.close()
+        inspector.close()

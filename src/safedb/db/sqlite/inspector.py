@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 import sqlite3
 
-from safedb.errors import EmptyStatement, InvalidStatement, MultipleStatements, QueryFailed
+from safedb.errors import EmptyStatement, InvalidStatement, MultipleStatements
 from safedb.sql.classification import Classification
 from safedb.sql.sqlite_actions import (
     Action,
@@ -20,6 +20,9 @@ from safedb.sql.structure import statement_shape
 # Whitespace and SQL comments (an unterminated block comment runs to the end, as in SQLite).
 _LEADING_NOISE = re.compile(r"(?:\s+|--[^\n]*(?:\n|$)|/\*.*?(?:\*/|$))*", re.DOTALL)
 _WORD = re.compile(r"[A-Za-z_]+")
+
+# Errors that come from the moment, not from the statement: another connection's lock, the time limit.
+_NOT_ABOUT_THE_STATEMENT = frozenset({sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED, sqlite3.SQLITE_INTERRUPT})
 
 
 def leading_keyword(sql: str) -> str | None:
@@ -48,8 +51,8 @@ def inspect_statement(connection: sqlite3.Connection, sql: str, shadow_tables: f
     compiling.
 
     Raises:
-        EmptyStatement, MultipleStatements, TransactionControl, InvalidStatement; QueryFailed when the
-        database is locked.
+        EmptyStatement, MultipleStatements, TransactionControl, InvalidStatement; sqlite3.Error when
+        the database is locked or the connection's time limit passed.
     """
     keyword = leading_keyword(sql)
     if keyword is None:
@@ -73,8 +76,8 @@ def inspect_statement(connection: sqlite3.Connection, sql: str, shadow_tables: f
             raise MultipleStatements from exc
         raise InvalidStatement(f"SQLite cannot run this statement: {exc}") from exc
     except sqlite3.DatabaseError as exc:
-        if exc.sqlite_errorcode & 0xFF in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED):
-            raise QueryFailed(f"The database is busy: {exc}") from exc  # says nothing about the statement
+        if exc.sqlite_errorcode & 0xFF in _NOT_ABOUT_THE_STATEMENT:
+            raise  # the connection's session reports it (QueryTimeout or QueryFailed)
         raise InvalidStatement(f"SQLite cannot run this statement: {exc}") from exc
     except ValueError as exc:  # e.g. a NUL character in the text
         raise InvalidStatement(f"SQLite cannot run this statement: {exc}") from exc
