@@ -92,3 +92,10 @@ def test_the_least_recently_used_entry_goes_first() -> None:
     cache.add("SELECT 3", 7, Classification(statement="SELECT 3"))
     assert cache.get("SELECT 2", 7) is None
     assert cache.get("SELECT 1", 7) is read
+
+
+def test_long_statements_are_not_kept() -> None:
+    cache = KnownStatements()
+    long = "SELECT 1" + " " * KnownStatements.MAX_STATEMENT_CHARS
+    cache.add(long, 1, Classification(statement=long))
+    assert cache.get(long, 1) is None

@@ -80,7 +80,8 @@ class ApprovalChannel:
 
     The question's timeout bounds the wait for a person: past it the question counts as cancelled
     (handshake era), and an answer to an expired ticket no longer counts (2026-07-28). While waiting in
-    the handshake era, progress notifications go out every `keepalive` seconds so clients do not give up.
+    the handshake era, progress notifications go out every `keepalive` seconds, to clients that asked
+    for progress (a progress token), so they do not give up.
     """
 
     def __init__(self, keepalive: float = 10.0) -> None:

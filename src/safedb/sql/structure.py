@@ -34,9 +34,24 @@ class StatementShape:
     """The literal file name of `VACUUM ... INTO 'file'`, when it is a plain string."""
 
 
-@functools.lru_cache(maxsize=4096)
+# Shapes of statements up to this long are remembered (the most recent 1,024), so that a statement
+# classified again is not parsed again; the limit keeps what the cache can hold small.
+_REMEMBERED_STATEMENT_CHARS = 10_000
+
+
 def statement_shape(sql: str, dialect: str) -> StatementShape:
     """Parse one statement; anything sqlglot cannot parse into exactly one statement has the root `unparsed`."""
+    if len(sql) <= _REMEMBERED_STATEMENT_CHARS:
+        return _remembered_shape(sql, dialect)
+    return _shape(sql, dialect)
+
+
+@functools.lru_cache(maxsize=1024)
+def _remembered_shape(sql: str, dialect: str) -> StatementShape:
+    return _shape(sql, dialect)
+
+
+def _shape(sql: str, dialect: str) -> StatementShape:
     try:
         # A trailing `;` followed by a comment parses as an empty Semicolon statement holding the comment.
         statements = [s for s in sqlglot.parse(sql, read=dialect) if s is not None and not isinstance(s, exp.Semicolon)]

@@ -24,10 +24,13 @@ class KnownStatements:
     from before it is never used again. Besides, an approved statement runs under an authorizer that
     lets through only the actions its classification listed, checked by SQLite as it runs. Each entry
     also remembers whether the read once ran too long to run inline (see `SqliteDatabase.read`). The
-    least recently used entry goes first once `size` are held.
+    least recently used entry goes first once `size` are held; statements longer than
+    `MAX_STATEMENT_CHARS` are not kept, so the memory the cache can hold stays small.
     """
 
-    def __init__(self, size: int = 4096) -> None:
+    MAX_STATEMENT_CHARS = 10_000
+
+    def __init__(self, size: int = 1024) -> None:
         self._size = size
         self._entries: OrderedDict[str, _Entry] = OrderedDict()
         self._lock = threading.Lock()
@@ -41,6 +44,8 @@ class KnownStatements:
             return entry.classification
 
     def add(self, sql: str, schema_version: int, classification: Classification) -> None:
+        if len(sql) > self.MAX_STATEMENT_CHARS:
+            return
         with self._lock:
             self._entries[sql] = _Entry(schema_version, classification)
             self._entries.move_to_end(sql)
