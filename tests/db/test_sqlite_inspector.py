@@ -140,7 +140,7 @@ def test_a_locked_database_is_a_failure_not_an_invalid_statement(tmp_path: Path)
     setup = sqlite3.connect(path)
     setup.executescript(SETUP)
     setup.close()
-    inspector = open_inspector(path, busy_timeout=0)
+    inspector = open_inspector(path, on_event_loop=True)  # never waits for a lock
     writer = sqlite3.connect(path, isolation_level=None)
     try:
         writer.execute("BEGIN EXCLUSIVE")

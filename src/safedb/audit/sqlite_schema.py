@@ -77,6 +77,9 @@ def open_writer(path: Path, busy_timeout: float) -> sqlite3.Connection:
     try:
         connection.execute("PRAGMA journal_mode = WAL")
         connection.execute("PRAGMA synchronous = FULL")
+        # Appends touch only the last pages of the log's B-trees: a small page cache is enough, and
+        # keeps the server's memory flat as the log grows.
+        connection.execute("PRAGMA cache_size = -256")
         _create_schema(connection, path)
     except sqlite3.DatabaseError as exc:
         connection.close()

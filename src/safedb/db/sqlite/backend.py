@@ -123,8 +123,8 @@ class SqliteDatabase:
         self._all_inspectors = [connections.open_inspector(path) for _ in range(readers)]
         self._readers = _pool(self._all_readers)
         self._inspectors = _pool(self._all_inspectors)
-        self._inline_reader = connections.open_reader(path, busy_timeout=0)
-        self._inline_inspector = connections.open_inspector(path, busy_timeout=0)
+        self._inline_reader = connections.open_reader(path, on_event_loop=True)
+        self._inline_inspector = connections.open_inspector(path, on_event_loop=True)
         self._writer = connections.open_writer(path)
         self._known_statements = KnownStatements()
         self._shadow_tables: tuple[int, frozenset[str]] = (-1, frozenset())

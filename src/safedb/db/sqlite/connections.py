@@ -22,10 +22,15 @@ from safedb.errors import DatabaseOpenError, QueryFailed, QueryTimeout
 from safedb.sql.sqlite_actions import Action, AuthorizerEvent, is_read_event
 
 # How long a connection waits for another one's lock before SQLite reports the database as locked.
+# Connections used on the event loop's thread never wait: they must not hold it up.
 _BUSY_TIMEOUT = 5.0
 
-# How many SQLite virtual-machine steps run between two checks of the time limit.
-_PROGRESS_STEPS = 1000
+# How many SQLite virtual-machine steps run between two checks of the time limit. Each check is Python
+# code, so in a worker thread it must take the GIL from the busy event loop: checking too often slows
+# a long statement many times over. On the event loop's thread, checks are cheap and keep its short
+# budget tight.
+_PROGRESS_STEPS = 100_000
+_PROGRESS_STEPS_ON_EVENT_LOOP = 1_000
 
 _ALWAYS_REFUSED_ON_READERS = frozenset(
     {Action.ATTACH, Action.DETACH, Action.TRANSACTION, Action.SAVEPOINT, Action.PRAGMA, Action.FUNCTION}
@@ -60,7 +65,12 @@ class GuardedConnection:
     """
 
     def __init__(
-        self, connection: sqlite3.Connection, authorizer: Authorizer | None, *, keeps_authorizer: bool = False
+        self,
+        connection: sqlite3.Connection,
+        authorizer: Authorizer | None,
+        *,
+        keeps_authorizer: bool = False,
+        progress_steps: int = _PROGRESS_STEPS,
     ) -> None:
         self.connection = connection
         self.default_authorizer = authorizer
@@ -68,7 +78,7 @@ class GuardedConnection:
         self._lock = threading.Lock()
         self._deadline = float("inf")
         connection.set_authorizer(authorizer)
-        connection.set_progress_handler(self._past_deadline, _PROGRESS_STEPS)
+        connection.set_progress_handler(self._past_deadline, progress_steps)
 
     def _past_deadline(self) -> bool:
         return time.monotonic() > self._deadline
@@ -97,21 +107,22 @@ class GuardedConnection:
             self.connection.close()
 
 
-def open_reader(path: Path, *, busy_timeout: float = _BUSY_TIMEOUT) -> GuardedConnection:
-    """A connection that runs read-only statements; it waits up to `busy_timeout` seconds for a lock."""
-    return GuardedConnection(_connect_read_only(path, busy_timeout), reader_authorizer, keeps_authorizer=True)
+def open_reader(path: Path, *, on_event_loop: bool = False) -> GuardedConnection:
+    """A connection that runs read-only statements, in worker threads or `on_event_loop`."""
+    return _open_read_only(path, on_event_loop, keeps_authorizer=True)
 
 
-def open_inspector(path: Path, *, busy_timeout: float = _BUSY_TIMEOUT) -> GuardedConnection:
+def open_inspector(path: Path, *, on_event_loop: bool = False) -> GuardedConnection:
     """A read-only connection for compiling statements under a recording authorizer (see `inspector`)."""
-    return GuardedConnection(_connect_read_only(path, busy_timeout), reader_authorizer)
+    return _open_read_only(path, on_event_loop, keeps_authorizer=False)
 
 
-def _connect_read_only(path: Path, busy_timeout: float) -> sqlite3.Connection:
+def _open_read_only(path: Path, on_event_loop: bool, *, keeps_authorizer: bool) -> GuardedConnection:
     uri = path.resolve().as_uri() + "?mode=ro"
-    connection = _connect(uri, uri=True, busy_timeout=busy_timeout)
+    connection = _connect(uri, uri=True, busy_timeout=0 if on_event_loop else _BUSY_TIMEOUT)
     connection.execute("PRAGMA query_only = ON")
-    return connection
+    steps = _PROGRESS_STEPS_ON_EVENT_LOOP if on_event_loop else _PROGRESS_STEPS
+    return GuardedConnection(connection, reader_authorizer, keeps_authorizer=keeps_authorizer, progress_steps=steps)
 
 
 def open_writer(path: Path) -> GuardedConnection:
