@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import base64
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Protocol
 
 from safedb.db.backend import QueryLimits, ResultSet, Value
@@ -39,20 +39,42 @@ def _size(row: Iterable[Value]) -> int:
     return total
 
 
+class CappedRows:
+    """Collects rows up to `limits.max_rows` rows and about `limits.max_bytes` bytes; past that, truncated.
+
+    Each cell goes through `to_value` (the backend's conversion to a JSON-ready value) before it counts.
+    """
+
+    def __init__(
+        self, columns: Sequence[str], limits: QueryLimits, to_value: Callable[[object], Value] = json_value
+    ) -> None:
+        self.columns = tuple(columns)
+        self.limits = limits
+        self._to_value = to_value
+        self.rows: list[tuple[Value, ...]] = []
+        self.size = 0
+        self.truncated = False
+
+    def add(self, raw: Sequence[Any]) -> bool:
+        """Keep one row; False once the caps are reached (the row is then left out)."""
+        if self.truncated:
+            return False
+        row = tuple(self._to_value(value) for value in raw)
+        self.size += _size(row)
+        if len(self.rows) >= self.limits.max_rows or self.size > self.limits.max_bytes:
+            self.truncated = True
+            return False
+        self.rows.append(row)
+        return True
+
+    def result(self) -> ResultSet:
+        return ResultSet(columns=self.columns, rows=tuple(self.rows), truncated=self.truncated)
+
+
 def fetch_capped(cursor: RowSource, columns: Sequence[str], limits: QueryLimits) -> ResultSet:
     """Fetch at most `limits.max_rows` rows and about `limits.max_bytes` bytes of values."""
-    rows: list[tuple[Value, ...]] = []
-    size = 0
-    truncated = False
-    while not truncated:
-        batch = cursor.fetchmany(_BATCH)
-        if not batch:
+    capped = CappedRows(columns, limits)
+    while batch := cursor.fetchmany(_BATCH):
+        if not all(capped.add(raw) for raw in batch):
             break
-        for raw in batch:
-            row = tuple(json_value(value) for value in raw)
-            size += _size(row)
-            if len(rows) >= limits.max_rows or size > limits.max_bytes:
-                truncated = True
-                break
-            rows.append(row)
-    return ResultSet(columns=tuple(columns), rows=tuple(rows), truncated=truncated)
+    return capped.result()

@@ -31,7 +31,8 @@ from safedb.db.postgres.connections import (
     translated_errors,
 )
 from safedb.db.postgres.impact import measure_impact
-from safedb.db.postgres.results import CappedRows, fetch_capped
+from safedb.db.postgres.results import fetch_capped, pg_value
+from safedb.db.results import CappedRows
 from safedb.errors import QueryTimeout
 from safedb.sql.classification import Classification
 from safedb.sql.postgres_classifier import PostgresStatement, analyze_statement
@@ -108,7 +109,7 @@ class PostgresDatabase:
         cursor = connection.cursor()
         async for raw in cursor.stream(statement.text, size=64):
             if capped is None:
-                capped = CappedRows([column.name for column in cursor.description or ()], self.limits)
+                capped = CappedRows([column.name for column in cursor.description or ()], self.limits, pg_value)
             capped.add(raw)
         if capped is None:
             return ResultSet(
