@@ -75,6 +75,27 @@ def uses_input_required(ctx: Context[Any, Any]) -> bool:
     return version is not None and is_version_at_least(version, _INPUT_REQUIRED_VERSION)
 
 
+@asynccontextmanager
+async def progress_while_waiting(ctx: Context[Any, Any], every: float, message: str) -> AsyncIterator[None]:
+    """Progress notifications (`message` and the seconds waited, every `every` seconds) while the body
+    waits for a person, if the client asked for progress (a progress token)."""
+    if (ctx.request_context.meta or {}).get("progress_token") is None:
+        yield
+        return
+
+    async def report() -> None:
+        waited = 0.0
+        while True:
+            await anyio.sleep(every)
+            waited += every
+            await ctx.report_progress(waited, None, f"{message} ({waited:.0f} s)")
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(report)
+        yield
+        group.cancel_scope.cancel()
+
+
 class ApprovalChannel:
     """Puts the SafetyVerification question to the client and returns the answer.
 
@@ -102,7 +123,7 @@ class ApprovalChannel:
         await question.asking(request_id)
         reply = Reply(Answer.TIMEOUT, None, request_id)
         with anyio.move_on_after(question.timeout):
-            async with self._progress_while_waiting(ctx):
+            async with progress_while_waiting(ctx, self._keepalive, "Waiting for approval"):
                 reply = await self._elicit(ctx, text, question.form, request_id)
         return reply
 
@@ -117,24 +138,6 @@ class ApprovalChannel:
             logger.info("Elicitation failed on the client side, treated as cancelled: %s", exc)
             return Reply(Answer.CANCEL, None, request_id)
         return _reply(result, form, request_id)
-
-    @asynccontextmanager
-    async def _progress_while_waiting(self, ctx: Context[Any, Any]) -> AsyncIterator[None]:
-        """Progress notifications while the body waits for a person, if the client asked for progress."""
-        if (ctx.request_context.meta or {}).get("progress_token") is None:
-            yield
-            return
-        async with anyio.create_task_group() as group:
-            group.start_soon(self._report_waiting, ctx)
-            yield
-            group.cancel_scope.cancel()
-
-    async def _report_waiting(self, ctx: Context[Any, Any]) -> None:
-        waited = 0.0
-        while True:
-            await anyio.sleep(self._keepalive)
-            waited += self._keepalive
-            await ctx.report_progress(waited, None, f"Waiting for approval ({waited:.0f} s)")
 
     async def _ask_input_required(
         self, ctx: Context[Any, Any], classification: Classification, question: Question

@@ -22,7 +22,7 @@ from mcp_types import ElicitRequest, ElicitRequestURLParams, ElicitResult, Input
 from safedb.approval.binding import ApprovalTicket
 from safedb.approval.board import ApprovalBoard, BoardVerdict, WebApproval
 from safedb.approval.verification import Answer, SafetyVerification
-from safedb.server.elicitation import APPROVAL_KEY, Reply, uses_input_required
+from safedb.server.elicitation import APPROVAL_KEY, Reply, progress_while_waiting, uses_input_required
 from safedb.sql.classification import Classification
 
 logger = logging.getLogger(__name__)
@@ -80,15 +80,9 @@ class WebApprovalChannel:
             return Reply(Answer.CANCEL, None, approval.id)
         if consent.action != "accept":
             return Reply(Answer.DECLINE if consent.action == "decline" else Answer.CANCEL, None, approval.id)
-        async with anyio.create_task_group() as group:
-
-            async def wait() -> None:
-                with anyio.move_on_after(max(approval.expires - time.time(), 0)):
-                    await approval.decided.wait()
-                group.cancel_scope.cancel()
-
-            group.start_soon(wait)
-            group.start_soon(self._report_waiting, ctx)
+        with anyio.move_on_after(max(approval.expires - time.time(), 0)):
+            async with progress_while_waiting(ctx, self._keepalive, "Waiting for an approver"):
+                await approval.decided.wait()
         await ctx.session.send_elicit_complete(approval.id, related_request_id=ctx.request_id)
         return _reply(approval)
 
@@ -141,13 +135,6 @@ class WebApprovalChannel:
             url = getattr(request, "url", None)
             base = f"{url.scheme}://{url.netloc}" if url is not None else "http://127.0.0.1"
         return f"{base.rstrip('/')}/approvals/{approval.id}?t={approval.link_token}"
-
-    async def _report_waiting(self, ctx: Context[Any, Any]) -> None:
-        waited = 0.0
-        while True:
-            await anyio.sleep(self._keepalive)
-            waited += self._keepalive
-            await ctx.report_progress(waited, None, f"Waiting for an approver ({waited:.0f} s)")
 
 
 def _message(approval: WebApproval) -> str:
