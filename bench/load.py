@@ -125,35 +125,30 @@ async def _handshake_sessions(target: Target, count: int) -> list[tuple[Connecti
     return opened
 
 
-def _modern_read(connection: Connection, query: str) -> Call:
+def _modern_read(connection: Connection, queries: str | Iterator[str]) -> Call:
+    """One fixed query (its request body pre-built, only the id changes) or the next of `queries` each call."""
     caller = ModernCaller()
-    body = caller.prebuilt(query)
+    if isinstance(queries, str):
+        body = caller.prebuilt(queries)
+    else:
+        body = lambda request_id: caller.body(request_id, next(queries))  # noqa: E731
     counter = iter(range(1, 1 << 62))
 
     async def call() -> tuple[float, float, bool]:
+        request = body(next(counter))
         start = time.perf_counter()
-        response = await connection.request(body(next(counter)), caller.headers)
+        response = await connection.request(request, caller.headers)
         return start, response.result_at, response.status == 200 and tool_call_ok(response.messages[-1])
 
     return call
 
 
-def _modern_new_reads(connection: Connection, queries: Iterator[str]) -> Call:
-    caller = ModernCaller()
-    counter = iter(range(1, 1 << 62))
+def _handshake_read(connection: Connection, session: HandshakeSession, queries: str | Iterator[str]) -> Call:
+    """One fixed query or the next of `queries` each call."""
+    each = itertools.repeat(queries) if isinstance(queries, str) else queries
 
     async def call() -> tuple[float, float, bool]:
-        body = caller.body(next(counter), next(queries))
-        start = time.perf_counter()
-        response = await connection.request(body, caller.headers)
-        return start, response.result_at, response.status == 200 and tool_call_ok(response.messages[-1])
-
-    return call
-
-
-def _handshake_read(connection: Connection, session: HandshakeSession, queries: Iterator[str]) -> Call:
-    async def call() -> tuple[float, float, bool]:
-        query = next(queries)
+        query = next(each)
         start = time.perf_counter()
         response = await session.call(connection, query)
         return start, response.result_at, response.status == 200 and tool_call_ok(response.messages[-1])
@@ -171,15 +166,12 @@ async def read_path(
 ) -> Metrics:
     """K concurrent sessions (connections, on 2026-07-28) calling a small SELECT in a closed loop; with
     `new_statements`, every call sends a statement text never sent before."""
-    queries = new_small_reads() if new_statements else itertools.repeat(SMALL_READ)
+    queries: str | Iterator[str] = new_small_reads() if new_statements else SMALL_READ
     connections: list[Connection] = []
     try:
         if era == MODERN_VERSION:
             connections = [await target.connect() for _ in range(sessions)]
-            if new_statements:
-                calls = [_modern_new_reads(connection, queries) for connection in connections]
-            else:
-                calls = [_modern_read(connection, SMALL_READ) for connection in connections]
+            calls = [_modern_read(connection, queries) for connection in connections]
         else:
             opened = await _handshake_sessions(target, sessions)
             connections = [connection for connection, _ in opened]
@@ -239,7 +231,7 @@ async def _fresh_reads(target: Target, era: str, count: int) -> list[float]:
         if era == MODERN_VERSION:
             call = _modern_read(connection, SMALL_READ)
         else:
-            call = _handshake_read(connection, await HandshakeSession.open(connection), itertools.repeat(SMALL_READ))
+            call = _handshake_read(connection, await HandshakeSession.open(connection), SMALL_READ)
         latencies = []
         for _ in range(count):
             start, end, ok = await call()
@@ -474,6 +466,4 @@ async def _large_and_small(
     async def handshake_big() -> Response:
         return await session.call(big_connection, query)
 
-    return handshake_big, _handshake_read(
-        small_connection, await HandshakeSession.open(small_connection), itertools.repeat(SMALL_READ)
-    )
+    return handshake_big, _handshake_read(small_connection, await HandshakeSession.open(small_connection), SMALL_READ)
