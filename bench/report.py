@@ -37,11 +37,11 @@ NOTES = [
     "The reference has no statement time limit, no read-only connection, no classification, no impact "
     "preview and no audit log; SafeDB writes three audit records (fsync'd) per approved change.",
     "Where the time goes: the reference's tool is a plain function, which the SDK runs in a worker thread on "
-    "every call; SafeDB runs short reads, and the classification of statements up to 1,000 characters, on its "
-    "event loop (docs/safety.md, section 6), which is why it can serve reads faster. An approved change "
-    "still costs SafeDB five trips to worker threads (impact preview, three audit appends, the write), each "
-    "contending for the GIL with the busy event loop; the three fsync'd audit appends are most of the gap "
-    "in the elicitation round trip.",
+    "every call. SafeDB runs short work on its event loop instead (docs/safety.md, section 6): reads, the "
+    "classification of statements up to 1,000 characters, impact dry runs, and approved changes and audit "
+    "appends while they stay quick. That is why it can serve reads faster. On top of the reference's work, an "
+    "approved change costs SafeDB its classification, a dry run for the impact preview, three fsync'd audit "
+    "appends and the checks that bind the approval to the statement.",
 ]
 
 SAFEDB = "safedb"

@@ -9,13 +9,15 @@ import sqlite3
 import subprocess
 import sys
 import threading
+import time
 import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
+import anyio
 from mcp.server.mcpserver import MCPServer
 from mcp_types import ElicitRequestFormParams, ElicitRequestURLParams, ElicitResult
 
@@ -25,6 +27,36 @@ from safedb.server.app import build_server
 from safedb.settings import Environment, Policy, Settings, Target
 
 SAFETY_FIELDS = {"confirm", "justification", "environment"}
+
+T = TypeVar("T")
+
+
+async def watching_the_loop(work: Callable[[], Awaitable[T]]) -> tuple[T, float]:
+    """Await `work()`; return its result and the longest the event loop was held up meanwhile (how much
+    later than asked a task sleeping 5 ms at a time woke up)."""
+    longest = 0.0
+    done = anyio.Event()
+    results: list[T] = []
+
+    async def watch() -> None:
+        nonlocal longest
+        last = time.monotonic()
+        while not done.is_set():
+            await anyio.sleep(0.005)
+            now = time.monotonic()
+            longest = max(longest, now - last - 0.005)
+            last = now
+
+    async def run() -> None:
+        try:
+            results.append(await work())
+        finally:
+            done.set()
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(watch)
+        group.start_soon(run)
+    return results[0], longest
 
 
 @dataclass

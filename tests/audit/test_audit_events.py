@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import sqlite3
+from pathlib import Path
+
 import anyio
 import pytest
 
@@ -11,12 +14,14 @@ from safedb.audit import (
     AuditDecision,
     AuditEvent,
     AuditQuery,
+    SqliteAuditStore,
     decision_for_verdict,
     verify,
 )
 from safedb.sql.classification import Change, ChangeKind, Classification, DatabaseObject, ObjectType
 from tests.audit.helpers import event
 from tests.audit.stores import AuditLog
+from tests.helpers import watching_the_loop
 
 pytestmark = pytest.mark.anyio
 
@@ -99,3 +104,32 @@ async def test_concurrent_records_from_one_event_loop_chain_in_order(audit_log: 
     assert report.intact, report.summary()
     assert [record.seq for record in records] == list(range(1, 51))
     assert sorted(record.request_id for record in records) == sorted(f"req-{i}" for i in range(50))
+
+
+async def test_an_answer_waits_for_another_connections_lock_without_holding_up_the_event_loop(
+    audit_path: Path,
+) -> None:
+    """Appends run on the event loop's thread only when they need not wait: while another connection (or
+    process) holds the file's write lock, they wait in a worker thread, and each answer still counts once."""
+    with SqliteAuditStore.open(audit_path) as store:
+        await store.record(event(AuditDecision.REQUESTED, 1))
+        other = sqlite3.connect(audit_path, isolation_level=None, check_same_thread=False)
+        try:
+            other.execute("BEGIN IMMEDIATE")
+
+            async def release_later() -> None:
+                await anyio.sleep(0.5)
+                other.execute("ROLLBACK")
+
+            async with anyio.create_task_group() as group:
+                group.start_soon(release_later)
+                answer, longest = await watching_the_loop(lambda: store.record_answer(event(AuditDecision.ACCEPTED, 1)))
+        finally:
+            other.close()
+        assert answer is not None
+        assert answer.seq == 2
+        assert longest < 0.25, f"the event loop was held up for {longest:.3f} s"
+        assert await store.record_answer(event(AuditDecision.DECLINED, 1)) is None  # a replay
+        executed = await store.record(event(AuditDecision.EXECUTED, 1))
+        assert executed.seq == 3
+        assert verify(store).intact

@@ -4,7 +4,6 @@ to a worker thread."""
 from __future__ import annotations
 
 import sqlite3
-import time
 from pathlib import Path
 
 import anyio
@@ -12,6 +11,7 @@ import pytest
 
 from safedb.db.backend import QueryLimits
 from safedb.db.sqlite.backend import SqliteDatabase
+from tests.helpers import watching_the_loop
 
 pytestmark = pytest.mark.anyio
 
@@ -28,36 +28,11 @@ def database_path(tmp_path: Path) -> Path:
     return path
 
 
-class LoopWatch:
-    """Measures the longest time the event loop went without running this task's next step."""
-
-    def __init__(self) -> None:
-        self.longest = 0.0
-
-    async def run(self, until: anyio.Event) -> None:
-        last = time.monotonic()
-        while not until.is_set():
-            await anyio.sleep(0.005)
-            now = time.monotonic()
-            self.longest = max(self.longest, now - last - 0.005)
-            last = now
-
-
 async def read_while_watching(database: SqliteDatabase, sql: str) -> tuple[list[tuple[object, ...]], float]:
-    watch = LoopWatch()
-    done = anyio.Event()
-    rows: list[tuple[object, ...]] = []
+    async def read() -> list[tuple[object, ...]]:
+        return list((await database.read(await database.classify(sql))).rows)
 
-    async def read() -> None:
-        try:
-            rows.extend((await database.read(await database.classify(sql))).rows)
-        finally:
-            done.set()
-
-    async with anyio.create_task_group() as group:
-        group.start_soon(watch.run, done)
-        group.start_soon(read)
-    return rows, watch.longest
+    return await watching_the_loop(read)
 
 
 async def test_a_long_read_does_not_hold_up_the_event_loop(database_path: Path) -> None:
@@ -96,4 +71,71 @@ async def test_a_read_waits_for_a_writers_lock_without_holding_up_the_event_loop
         assert longest < 0.25, f"the event loop was held up for {longest:.3f} s"
     finally:
         writer.close()
+        await database.aclose()
+
+
+def table_ids(path: Path) -> list[int]:
+    connection = sqlite3.connect(path)
+    try:
+        return [row[0] for row in connection.execute("SELECT id FROM t ORDER BY id")]
+    finally:
+        connection.close()
+
+
+async def test_a_long_change_is_previewed_and_run_once_without_holding_up_the_event_loop(database_path: Path) -> None:
+    """Both start on the event loop's thread, are stopped at the budget and rolled back, and run again in a
+    worker thread: the rows are counted once and inserted once (a second insert would break the key)."""
+    database = SqliteDatabase(database_path, QueryLimits())
+    added = 1_000_000
+    insert = (
+        f"INSERT INTO t (id) WITH RECURSIVE n(x) AS (SELECT 10 UNION ALL SELECT x + 1 FROM n WHERE x < {added + 9}) "
+        "SELECT x FROM n"
+    )
+    try:
+        classification = await database.classify(insert)
+        impact, longest_preview = await watching_the_loop(lambda: database.preview(classification))
+        assert impact.rows_affected == added, impact.lines
+        assert table_ids(database_path) == [1, 2, 3]  # the dry run was rolled back
+        outcome, longest_write = await watching_the_loop(lambda: database.write(classification))
+        assert outcome.rows_affected == added
+        ids = table_ids(database_path)
+        assert len(ids) == added + 3
+        assert ids[-1] == added + 9
+        assert max(longest_preview, longest_write) < 0.25, (longest_preview, longest_write)
+    finally:
+        await database.aclose()
+
+
+@pytest.mark.parametrize("lock", ["write", "read"])
+async def test_a_change_waits_for_another_connections_lock_without_holding_up_the_event_loop(
+    database_path: Path, lock: str
+) -> None:
+    """Another connection's write transaction blocks the dry run and the change; its read transaction
+    (rollback journal) blocks only the change's commit. Both wait in a worker thread, then run once."""
+    database = SqliteDatabase(database_path, QueryLimits())
+    other = sqlite3.connect(database_path, isolation_level=None, check_same_thread=False)
+    try:
+        classification = await database.classify("INSERT INTO t VALUES (4)")
+        if lock == "write":
+            other.execute("BEGIN IMMEDIATE")
+        else:
+            other.execute("BEGIN")
+            other.execute("SELECT count(*) FROM t").fetchone()
+
+        async def release_later() -> None:
+            await anyio.sleep(0.5)
+            other.execute("COMMIT")
+
+        async def preview_and_write() -> tuple[int | None, int | None]:
+            impact = await database.preview(classification)
+            return impact.rows_affected, (await database.write(classification)).rows_affected
+
+        async with anyio.create_task_group() as group:
+            group.start_soon(release_later)
+            counts, longest = await watching_the_loop(preview_and_write)
+        assert counts == (1, 1)
+        assert table_ids(database_path) == [1, 2, 3, 4]
+        assert longest < 0.25, f"the event loop was held up for {longest:.3f} s"
+    finally:
+        other.close()
         await database.aclose()

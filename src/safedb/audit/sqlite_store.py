@@ -31,6 +31,7 @@ from safedb.audit.rows import (
 from safedb.audit.sqlite_schema import open_reader, open_writer
 from safedb.audit.store import AuditQuery, ChainHead, ChainSnapshot
 from safedb.audit.threaded import ThreadedAuditStore
+from safedb.inline_work import RecentDuration
 from safedb.settings import default_data_dir
 
 logger = logging.getLogger(__name__)
@@ -59,6 +60,7 @@ class SqliteAuditStore(ThreadedAuditStore[sqlite3.Connection]):
         super().__init__(writer)
         self.path = path
         self._busy_timeout = busy_timeout
+        self._recent_appends = RecentDuration()
 
     @classmethod
     def open(cls, path: Path, *, readonly: bool = False, busy_timeout: float = 30.0) -> SqliteAuditStore:
@@ -72,47 +74,89 @@ class SqliteAuditStore(ThreadedAuditStore[sqlite3.Connection]):
             return cls(path, None, busy_timeout)
         return cls(path, open_writer(path, busy_timeout), busy_timeout)
 
+    async def _append_soon(self, event: AuditEvent, first_answer: bool) -> AuditRecord | None:
+        """Append on the event loop's thread when appends have lately been quick (`RecentDuration`) and the
+        write lock is free, in this process and in the file; otherwise wait for it in a worker thread."""
+        if self._recent_appends.within_budget() and self._lock.acquire(blocking=False):
+            try:
+                writer = self._open_writer()
+                if self._begin(writer, wait=False):
+                    return self._append_begun(writer, event, first_answer)
+            finally:
+                self._lock.release()
+        return await super()._append_soon(event, first_answer)
+
     def _write(self, event: AuditEvent, first_answer: bool) -> AuditRecord | None:
         """`append` under the store lock (see `ThreadedAuditStore.append`)."""
         with self._lock:
-            writer = self._writer
-            if writer is None:
-                raise AuditWriteFailed(f"The audit log {self.path} is not open for writing.")
+            writer = self._open_writer()
+            self._begin(writer, wait=True)
+            return self._append_begun(writer, event, first_answer)
+
+    def _open_writer(self) -> sqlite3.Connection:
+        if self._writer is None:
+            raise AuditWriteFailed(f"The audit log {self.path} is not open for writing.")
+        return self._writer
+
+    def _begin(self, writer: sqlite3.Connection, *, wait: bool) -> bool:
+        """Take the file's write lock (`BEGIN IMMEDIATE`). Without `wait`, False when another connection
+        holds it."""
+        with self._failures():
+            if wait:
+                writer.execute("BEGIN IMMEDIATE")
+                return True
+            writer.execute("PRAGMA busy_timeout = 0")
+            try:
+                writer.execute("BEGIN IMMEDIATE")
+            except sqlite3.OperationalError as exc:
+                if exc.sqlite_errorcode != sqlite3.SQLITE_BUSY:
+                    raise
+                return False
+            finally:
+                writer.execute(f"PRAGMA busy_timeout = {round(self._busy_timeout * 1000)}")
+            return True
+
+    @contextmanager
+    def _failures(self) -> Iterator[None]:
+        try:
+            yield
+        except sqlite3.Error as exc:
+            logger.error("Cannot append to the audit log %s: %s", self.path, exc)
+            raise AuditWriteFailed(f"The audit log could not be written ({exc}).") from exc
+
+    def _append_begun(self, writer: sqlite3.Connection, event: AuditEvent, first_answer: bool) -> AuditRecord | None:
+        """Append within the transaction `_begin` started, and commit (or roll back on any failure)."""
+        with self._failures(), self._recent_appends.timing():
             try:
                 return self._append(writer, event, first_answer)
-            except sqlite3.Error as exc:
-                logger.error("Cannot append to the audit log %s: %s", self.path, exc)
-                raise AuditWriteFailed(f"The audit log could not be written ({exc}).") from exc
+            except BaseException:
+                if writer.in_transaction:
+                    writer.execute("ROLLBACK")
+                raise
 
     def _append(self, writer: sqlite3.Connection, event: AuditEvent, first_answer: bool) -> AuditRecord | None:
-        writer.execute("BEGIN IMMEDIATE")
-        try:
-            if first_answer and writer.execute(_ANSWERED, (event.request_id,)).fetchone() is not None:
-                writer.execute("ROLLBACK")
-                return None
-            last = writer.execute("SELECT seq, hash FROM audit_log ORDER BY seq DESC LIMIT 1").fetchone()
-            head = writer.execute("SELECT seq, hash FROM audit_head WHERE id = 1").fetchone()
-            last_seq, last_hash = last if last is not None else (0, GENESIS_HASH)
-            head_seq = head[0] if head is not None else 0
-            if head is None or (head[0], head[1]) != (last_seq, last_hash):
-                logger.warning(
-                    "The audit log %s does not end where its head anchor says (records were removed or added "
-                    "outside SafeDB); appending after it. Run `safedb audit verify`.",
-                    self.path,
-                )
-            record = AuditRecord.chained(
-                event,
-                seq=max(last_seq, head_seq) + 1,
-                time=format_time(datetime.now(UTC)),
-                prev_hash=last_hash,
+        if first_answer and writer.execute(_ANSWERED, (event.request_id,)).fetchone() is not None:
+            writer.execute("ROLLBACK")
+            return None
+        last = writer.execute("SELECT seq, hash FROM audit_log ORDER BY seq DESC LIMIT 1").fetchone()
+        head = writer.execute("SELECT seq, hash FROM audit_head WHERE id = 1").fetchone()
+        last_seq, last_hash = last if last is not None else (0, GENESIS_HASH)
+        head_seq = head[0] if head is not None else 0
+        if head is None or (head[0], head[1]) != (last_seq, last_hash):
+            logger.warning(
+                "The audit log %s does not end where its head anchor says (records were removed or added "
+                "outside SafeDB); appending after it. Run `safedb audit verify`.",
+                self.path,
             )
-            writer.execute(_INSERT, stored_values(record))
-            writer.execute(_MOVE_HEAD, (record.seq, record.hash))
-            writer.execute("COMMIT")
-        except BaseException:
-            if writer.in_transaction:
-                writer.execute("ROLLBACK")
-            raise
+        record = AuditRecord.chained(
+            event,
+            seq=max(last_seq, head_seq) + 1,
+            time=format_time(datetime.now(UTC)),
+            prev_hash=last_hash,
+        )
+        writer.execute(_INSERT, stored_values(record))
+        writer.execute(_MOVE_HEAD, (record.seq, record.hash))
+        writer.execute("COMMIT")
         return record
 
     def records(self, query: AuditQuery) -> Iterator[AuditRecord]:

@@ -1,5 +1,6 @@
 """What both audit stores share: one writer connection behind a lock, and async methods that run the
-blocking ones in a worker thread, so the event loop never waits on a lock, a disk or a server."""
+blocking ones in a worker thread (or, for short SQLite appends, on the event loop's thread when they
+cannot wait), so the event loop never waits on a lock, a slow disk or a server."""
 
 from __future__ import annotations
 
@@ -45,8 +46,10 @@ class ThreadedAuditStore(Generic[WriterT]):
         await anyio.to_thread.run_sync(self.close)
 
     async def record(self, event: AuditEvent) -> AuditRecord:
-        """Append `event` in a worker thread."""
-        return await anyio.to_thread.run_sync(self.append, event)
+        """Append `event` without holding up the event loop."""
+        record = await self._append_soon(event, False)
+        assert record is not None  # only a first answer can be refused
+        return record
 
     async def record_answer(self, event: AuditEvent) -> AuditRecord | None:
         """Append the answer to a question, unless that question (`event.request_id`) already has one.
@@ -54,7 +57,11 @@ class ThreadedAuditStore(Generic[WriterT]):
         The check and the append happen under the store's write lock, so an answer is acted on once even
         when several server processes share the log: None means it was already answered (a replay).
         """
-        return await anyio.to_thread.run_sync(self.append, event, True)
+        return await self._append_soon(event, True)
+
+    async def _append_soon(self, event: AuditEvent, first_answer: bool) -> AuditRecord | None:
+        """`append` from the event loop: in a worker thread, unless a store knows a cheaper way."""
+        return await anyio.to_thread.run_sync(self.append, event, first_answer)
 
     async def query(self, query: AuditQuery) -> Sequence[AuditRecord]:
         return await anyio.to_thread.run_sync(lambda: list(self.records(query)))

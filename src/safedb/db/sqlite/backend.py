@@ -29,6 +29,7 @@ from safedb.db.sqlite.impact import measure_impact
 from safedb.db.sqlite.inspector import inspect_statement, schema_version, shadow_table_names
 from safedb.db.sqlite.known_statements import KnownStatements
 from safedb.errors import QueryFailed, QueryTimeout
+from safedb.inline_work import INLINE_BUDGET, RecentDuration
 from safedb.sql.classification import ChangeKind, Classification, ObjectType
 from safedb.sql.sqlite_actions import (
     Action,
@@ -41,11 +42,6 @@ from safedb.sql.sqlite_actions import (
 logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
-
-# Reads that SQLite finishes within this many seconds run on the event loop's thread: handing work to a
-# worker thread and back costs more CPU than that. A read still running at the limit is stopped and run
-# again in a worker thread (reads change nothing, so running one again is safe).
-INLINE_BUDGET = 0.002
 
 # Statements up to this long are classified on the event loop's thread too (parsing one takes at most
 # a millisecond or two); longer ones in a worker thread.
@@ -110,9 +106,16 @@ def approved_only(approved: Classification, shadow_tables: frozenset[str]) -> Au
 
 class SqliteDatabase:
     """One SQLite file: a small pool of read-only readers and as many inspectors (read-only connections
-    that classify statements, kept apart so that the readers keep their prepared statements), used from
-    worker threads; one more reader and one more inspector for short work on the event loop's thread
-    (`INLINE_BUDGET`), which never wait for a lock; and one writer."""
+    that classify statements, kept apart so that the readers keep their prepared statements), and one
+    writer, used from worker threads; and one more of each for short work on the event loop's thread
+    (`INLINE_BUDGET`), which never wait for a lock.
+
+    Work runs on the event loop's thread first when it is short: reads and dry runs that finish within
+    the budget, classification of short statements, and approved changes while changes have lately been
+    quick (a commit waits for the disk). Work stopped there (past the budget, or by a lock) has changed
+    nothing and runs again in a worker thread: reads change nothing, and dry runs and changes run inside
+    a transaction that is rolled back when they are stopped. Changes that take effect outside a
+    transaction (VACUUM, ATTACH, DETACH, pragmas) always run in a worker thread."""
 
     def __init__(self, path: Path, limits: QueryLimits, *, readers: int = 4, label: str | None = None) -> None:
         connections.check_database_file(path)
@@ -126,6 +129,8 @@ class SqliteDatabase:
         self._inline_reader = connections.open_reader(path, on_event_loop=True)
         self._inline_inspector = connections.open_inspector(path, on_event_loop=True)
         self._writer = connections.open_writer(path)
+        self._inline_writer = connections.open_writer(path, on_event_loop=True)
+        self._recent_writes = RecentDuration()
         self._known_statements = KnownStatements()
         self._shadow_tables: tuple[int, frozenset[str]] = (-1, frozenset())
 
@@ -148,11 +153,11 @@ class SqliteDatabase:
             connections.HELD_CONNECTIONS.reset(token)
 
     def _inline(self, connection: GuardedConnection, work: Callable[[sqlite3.Connection], T]) -> T:
-        """Run short read-only `work` on one of the event loop's own connections.
+        """Run short `work` on one of the event loop's own connections.
 
         Raises:
             QueryFailed: SQLite stopped it (QueryTimeout past `INLINE_BUDGET`) or reported an error,
-                for instance a lock held by a writer. Nothing was changed: the connection is read-only.
+                for instance a lock held by another connection. `work` must then have changed nothing.
         """
         with connection.session(min(INLINE_BUDGET, self.limits.statement_timeout)) as session:
             return work(session)
@@ -209,22 +214,36 @@ class SqliteDatabase:
         return await self._in_thread(work)
 
     async def preview(self, classification: Classification) -> Impact:
+        def measure(connection: sqlite3.Connection) -> Impact:
+            authorizer = approved_only(classification, shadow_table_names(connection))
+            return measure_impact(connection, classification, authorizer)
+
+        with contextlib.suppress(QueryFailed):  # a lock, or past the budget: in a worker thread
+            return self._inline(self._inline_writer, measure)
+
         def work() -> Impact:
             with self._writer.session(self.limits.preview_timeout) as connection:
-                authorizer = approved_only(classification, shadow_table_names(connection))
-                return measure_impact(connection, classification, authorizer)
+                return measure(connection)
 
         return await self._in_thread(work)
 
     async def write(self, approved: Classification) -> WriteOutcome:
+        def run(connection: sqlite3.Connection) -> WriteOutcome:
+            with self._recent_writes.timing():
+                return self._run_approved(connection, approved)
+
+        if _in_transaction(approved) and self._recent_writes.within_budget():
+            with contextlib.suppress(QueryFailed):  # rolled back: a lock, past the budget, or an error to report
+                return self._inline(self._inline_writer, run)
+
         def work() -> WriteOutcome:
             with self._writer.session(self.limits.statement_timeout) as connection:
-                return self._run_approved(connection, approved)
+                return run(connection)
 
         return await self._in_thread(work)
 
     def _run_approved(self, connection: sqlite3.Connection, approved: Classification) -> WriteOutcome:
-        in_transaction = not any(kind in _OUTSIDE_TRANSACTION for kind in approved.kinds)
+        in_transaction = _in_transaction(approved)
         if in_transaction:
             connection.execute("BEGIN IMMEDIATE")
         try:
@@ -236,11 +255,11 @@ class SqliteDatabase:
             cursor.fetchall()  # finish the statement even when RETURNING rows were capped
             if in_transaction:
                 connection.execute("COMMIT")
-        except sqlite3.DatabaseError as exc:
+        except BaseException as exc:
             connection.set_authorizer(None)
             if connection.in_transaction:
                 connection.execute("ROLLBACK")
-            if "not authorized" in str(exc):
+            if isinstance(exc, sqlite3.DatabaseError) and "not authorized" in str(exc):
                 raise QueryFailed(
                     "The statement now does something that was not approved (the schema may have changed "
                     "since the question was asked). Nothing was changed; ask again."
@@ -279,9 +298,13 @@ class SqliteDatabase:
         return await self._in_thread(work)
 
     async def aclose(self) -> None:
-        inline = (self._inline_reader, self._inline_inspector)
+        inline = (self._inline_reader, self._inline_inspector, self._inline_writer)
         for connection in (*self._all_readers, *self._all_inspectors, *inline, self._writer):
             connection.close()
+
+
+def _in_transaction(approved: Classification) -> bool:
+    return not any(kind in _OUTSIDE_TRANSACTION for kind in approved.kinds)
 
 
 def _pool(members: list[GuardedConnection]) -> queue.SimpleQueue[GuardedConnection]:

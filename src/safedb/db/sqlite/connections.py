@@ -125,9 +125,12 @@ def _open_read_only(path: Path, on_event_loop: bool, *, keeps_authorizer: bool) 
     return GuardedConnection(connection, reader_authorizer, keeps_authorizer=keeps_authorizer, progress_steps=steps)
 
 
-def open_writer(path: Path) -> GuardedConnection:
-    connection = _connect(str(path), uri=False, busy_timeout=_BUSY_TIMEOUT)
-    return GuardedConnection(connection, None)
+def open_writer(path: Path, *, on_event_loop: bool = False) -> GuardedConnection:
+    """A read-write connection for approved statements and their dry runs, in worker threads or
+    `on_event_loop`."""
+    connection = _connect(str(path), uri=False, busy_timeout=0 if on_event_loop else _BUSY_TIMEOUT)
+    steps = _PROGRESS_STEPS_ON_EVENT_LOOP if on_event_loop else _PROGRESS_STEPS
+    return GuardedConnection(connection, None, progress_steps=steps)
 
 
 def check_database_file(path: Path) -> None:

@@ -15,8 +15,10 @@ Authorizer = Callable[[int, str | None, str | None, str | None, str | None], int
 def measure_impact(connection: sqlite3.Connection, classification: Classification, authorizer: Authorizer) -> Impact:
     """Dry-run data changes inside a transaction that is always rolled back; count rows for schema changes.
 
-    Runs on the writer connection, under `authorizer` (only the statement's own actions), within the
-    connection's time limit. A preview that fails says why instead of raising: the question is still asked.
+    Runs on a writer connection, under `authorizer` (only the statement's own actions), within the
+    connection's time limit. A statement that fails in the dry run is reported in the preview's lines: the
+    question is still asked. Being stopped is raised instead (the time limit, or another connection's
+    lock), so that the caller may measure again where it can wait longer.
     """
     if set(classification.categories) == {ChangeCategory.DATA}:
         return _dry_run(connection, classification, authorizer)
@@ -24,10 +26,7 @@ def measure_impact(connection: sqlite3.Connection, classification: Classificatio
 
 
 def _dry_run(connection: sqlite3.Connection, classification: Classification, authorizer: Authorizer) -> Impact:
-    try:
-        connection.execute("BEGIN IMMEDIATE")
-    except sqlite3.OperationalError as exc:
-        return Impact(lines=(f"Impact preview unavailable: {exc}.",))
+    connection.execute("BEGIN IMMEDIATE")
     try:
         before = connection.total_changes
         connection.set_authorizer(authorizer)
@@ -37,11 +36,13 @@ def _dry_run(connection: sqlite3.Connection, classification: Classification, aut
         direct = max(cursor.rowcount, 0)
         total = connection.total_changes - before
     except sqlite3.Error as exc:
-        reason = "it ran past the time limit" if str(exc) == "interrupted" else f"SQLite reported: {exc}"
-        return Impact(lines=(f"Impact preview: the dry run did not finish ({reason}).",))
+        if was_stopped(exc):
+            raise
+        return Impact(lines=(f"Impact preview: the dry run did not finish (SQLite reported: {exc}).",))
     finally:
         connection.set_authorizer(None)
-        connection.execute("ROLLBACK")
+        if connection.in_transaction:  # an interrupted change may have rolled it back already
+            connection.execute("ROLLBACK")
     verb = ", ".join(str(kind) for kind in classification.kinds)
     line = f"{_rows(direct)} would be affected ({verb}), measured by a dry run that was rolled back"
     if total > direct:
@@ -71,9 +72,17 @@ def _row_count(connection: sqlite3.Connection, table: str, schema: str | None) -
         qualified = f"{quote_identifier(schema)}.{qualified}"
     try:
         (count,) = connection.execute(f"SELECT count(*) FROM {qualified}").fetchone()
-    except sqlite3.Error:
+    except sqlite3.Error as exc:
+        if was_stopped(exc):
+            raise
         return None
     return int(count)
+
+
+def was_stopped(exc: sqlite3.Error) -> bool:
+    """Whether SQLite stopped the work for a reason outside the statement: the time limit, or a lock."""
+    primary_code = (getattr(exc, "sqlite_errorcode", None) or 0) & 0xFF
+    return str(exc) == "interrupted" or primary_code in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
 
 
 def _rows(count: int) -> str:
