@@ -152,14 +152,18 @@ class SqliteDatabase:
         finally:
             connections.HELD_CONNECTIONS.reset(token)
 
-    def _inline(self, connection: GuardedConnection, work: Callable[[sqlite3.Connection], T]) -> T:
-        """Run short `work` on one of the event loop's own connections.
+    def _inline(
+        self, connection: GuardedConnection, work: Callable[[sqlite3.Connection], T], time_limit: float | None = None
+    ) -> T:
+        """Run short `work` on one of the event loop's own connections, within `INLINE_BUDGET` (or its own
+        `time_limit`, when shorter; by default the statement time limit).
 
         Raises:
-            QueryFailed: SQLite stopped it (QueryTimeout past `INLINE_BUDGET`) or reported an error,
-                for instance a lock held by another connection. `work` must then have changed nothing.
+            QueryFailed: SQLite stopped it (QueryTimeout past the budget) or reported an error, for
+                instance a lock held by another connection. `work` must then have changed nothing.
         """
-        with connection.session(min(INLINE_BUDGET, self.limits.statement_timeout)) as session:
+        limit = self.limits.statement_timeout if time_limit is None else time_limit
+        with connection.session(min(INLINE_BUDGET, limit)) as session:
             return work(session)
 
     async def classify(self, sql: str) -> Classification:
@@ -219,7 +223,7 @@ class SqliteDatabase:
             return measure_impact(connection, classification, authorizer)
 
         with contextlib.suppress(QueryFailed):  # a lock, or past the budget: in a worker thread
-            return self._inline(self._inline_writer, measure)
+            return self._inline(self._inline_writer, measure, self.limits.preview_timeout)
 
         def work() -> Impact:
             with self._writer.session(self.limits.preview_timeout) as connection:
