@@ -9,6 +9,7 @@ measures.
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -16,20 +17,34 @@ from contextlib import contextmanager
 # Work expected to finish within this many seconds may run on the event loop's thread.
 INLINE_BUDGET = 0.002
 
-# How much each new measurement moves the running average: about the last ten count.
-_WEIGHT = 0.2
+# How much each new measurement moves the running average: about the last twenty count, so one slow
+# moment (a checkpoint, a busy disk) does not move the work off the event loop by itself.
+_WEIGHT = 0.1
 
 
 class RecentDuration:
-    """A running average of how long some blocking work took, wherever it ran."""
+    """A running average of how long some blocking work took on the event loop's thread.
 
-    def __init__(self, budget: float = INLINE_BUDGET) -> None:
+    Past the budget the work runs in worker threads, and once every `retry_after` seconds on the event
+    loop's thread again, to see whether it has become quick. Only time measured there counts: in a worker
+    thread, the time includes waiting for the GIL, and counting it would keep the work away for good.
+    """
+
+    def __init__(self, budget: float = INLINE_BUDGET, retry_after: float = 1.0) -> None:
         self.budget = budget
         self.average = 0.0
+        self._retry_after = retry_after
+        self._last_try = -math.inf
 
     def within_budget(self) -> bool:
-        """Whether the work has lately been quick enough to run on the event loop's thread."""
-        return self.average <= self.budget
+        """Whether to run the work on the event loop's thread this time (and measure it with `timing`)."""
+        if self.average <= self.budget:
+            return True
+        now = time.monotonic()
+        if now - self._last_try >= self._retry_after:
+            self._last_try = now
+            return True
+        return False
 
     def add(self, seconds: float) -> None:
         self.average += (seconds - self.average) * _WEIGHT

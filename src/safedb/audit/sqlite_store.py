@@ -81,7 +81,8 @@ class SqliteAuditStore(ThreadedAuditStore[sqlite3.Connection]):
             try:
                 writer = self._open_writer()
                 if self._begin(writer, wait=False):
-                    return self._append_begun(writer, event, first_answer)
+                    with self._recent_appends.timing():
+                        return self._append_begun(writer, event, first_answer)
             finally:
                 self._lock.release()
         return await super()._append_soon(event, first_answer)
@@ -126,7 +127,7 @@ class SqliteAuditStore(ThreadedAuditStore[sqlite3.Connection]):
 
     def _append_begun(self, writer: sqlite3.Connection, event: AuditEvent, first_answer: bool) -> AuditRecord | None:
         """Append within the transaction `_begin` started, and commit (or roll back on any failure)."""
-        with self._failures(), self._recent_appends.timing():
+        with self._failures():
             try:
                 return self._append(writer, event, first_answer)
             except BaseException:

@@ -233,11 +233,11 @@ class SqliteDatabase:
 
     async def write(self, approved: Classification) -> WriteOutcome:
         def run(connection: sqlite3.Connection) -> WriteOutcome:
-            with self._recent_writes.timing():
-                return self._run_approved(connection, approved)
+            return self._run_approved(connection, approved)
 
         if _in_transaction(approved) and self._recent_writes.within_budget():
-            with contextlib.suppress(QueryFailed):  # rolled back: a lock, past the budget, or an error to report
+            # Rolled back when it fails: a lock, past the budget, or an error the worker thread will report.
+            with contextlib.suppress(QueryFailed), self._recent_writes.timing():
                 return self._inline(self._inline_writer, run)
 
         def work() -> WriteOutcome:
@@ -258,10 +258,12 @@ class SqliteDatabase:
             returned = fetch_capped(cursor, columns, self.limits) if columns else None
             cursor.fetchall()  # finish the statement even when RETURNING rows were capped
             if in_transaction:
+                connections.without_time_limit(connection)
                 connection.execute("COMMIT")
         except BaseException as exc:
             connection.set_authorizer(None)
             if connection.in_transaction:
+                connections.without_time_limit(connection)
                 connection.execute("ROLLBACK")
             if isinstance(exc, sqlite3.DatabaseError) and "not authorized" in str(exc):
                 raise QueryFailed(

@@ -77,17 +77,22 @@ class GuardedConnection:
         self._keeps_authorizer = keeps_authorizer
         self._lock = threading.Lock()
         self._deadline = float("inf")
+        self._progress_steps = progress_steps
         connection.set_authorizer(authorizer)
-        connection.set_progress_handler(self._past_deadline, progress_steps)
 
     def _past_deadline(self) -> bool:
         return time.monotonic() > self._deadline
 
     @contextmanager
     def session(self, seconds: float) -> Iterator[sqlite3.Connection]:
-        """Hold the connection for one unit of work; past `seconds`, SQLite stops and QueryTimeout is raised."""
+        """Hold the connection for one unit of work; past `seconds`, SQLite stops and QueryTimeout is raised.
+
+        Work that stops inside a transaction (even while rolling it back) is rolled back here: a session
+        never leaves a transaction open, nor the write lock held.
+        """
         with self._lock:
             self._deadline = time.monotonic() + seconds
+            self.connection.set_progress_handler(self._past_deadline, self._progress_steps)
             held = HELD_CONNECTIONS.get()
             if held is not None:
                 held.append(self.connection)
@@ -99,12 +104,22 @@ class GuardedConnection:
                 raise QueryFailed(f"The database reported an error: {exc}") from exc
             finally:
                 self._deadline = float("inf")
+                if self.connection.in_transaction:
+                    without_time_limit(self.connection)
+                    self.connection.execute("ROLLBACK")
                 if not self._keeps_authorizer:
                     self.connection.set_authorizer(self.default_authorizer)
 
     def close(self) -> None:
         with self._lock:
             self.connection.close()
+
+
+def without_time_limit(connection: sqlite3.Connection) -> None:
+    """Lift the session's time limit before COMMIT or ROLLBACK, which must not be stopped halfway: SQLite
+    may report a commit as stopped after it took effect, and a stopped rollback keeps the write lock. The
+    next session sets the limit again."""
+    connection.set_progress_handler(None, 0)
 
 
 def open_reader(path: Path, *, on_event_loop: bool = False) -> GuardedConnection:

@@ -6,7 +6,7 @@ import sqlite3
 from collections.abc import Callable
 
 from safedb.db.backend import Impact
-from safedb.db.sqlite.connections import quote_identifier
+from safedb.db.sqlite.connections import quote_identifier, without_time_limit
 from safedb.sql.classification import ChangeCategory, ChangeKind, Classification, ObjectType
 
 Authorizer = Callable[[int, str | None, str | None, str | None, str | None], int]
@@ -42,6 +42,7 @@ def _dry_run(connection: sqlite3.Connection, classification: Classification, aut
     finally:
         connection.set_authorizer(None)
         if connection.in_transaction:  # an interrupted change may have rolled it back already
+            without_time_limit(connection)
             connection.execute("ROLLBACK")
     verb = ", ".join(str(kind) for kind in classification.kinds)
     line = f"{_rows(direct)} would be affected ({verb}), measured by a dry run that was rolled back"

@@ -1,0 +1,59 @@
+"""A connection's session: past its time limit SQLite stops the work, but never a COMMIT or ROLLBACK halfway,
+and a session never ends with a transaction open (which would keep the write lock from everyone else)."""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from pathlib import Path
+
+import pytest
+
+from safedb.db.sqlite.connections import GuardedConnection, without_time_limit
+from safedb.errors import QueryTimeout
+
+
+@pytest.fixture
+def guarded(tmp_path: Path) -> GuardedConnection:
+    """A writer that checks its time limit at every SQLite step, so that even COMMIT would be checked."""
+    path = tmp_path / "sessions.db"
+    sqlite3.connect(path).executescript("CREATE TABLE t (id INTEGER PRIMARY KEY);")
+    connection = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=0)
+    return GuardedConnection(connection, None, progress_steps=1)
+
+
+def ids(guarded: GuardedConnection) -> list[int]:
+    with guarded.session(10.0) as connection:
+        return [row[0] for row in connection.execute("SELECT id FROM t ORDER BY id")]
+
+
+def test_a_commit_reached_after_the_time_limit_still_commits(guarded: GuardedConnection) -> None:
+    with guarded.session(0.001) as connection:
+        connection.execute("BEGIN IMMEDIATE")
+        connection.execute("INSERT INTO t VALUES (1)")
+        time.sleep(0.01)
+        without_time_limit(connection)
+        connection.execute("COMMIT")
+    assert ids(guarded) == [1]
+
+
+def test_work_stopped_inside_a_transaction_is_rolled_back_and_frees_the_write_lock(
+    guarded: GuardedConnection, tmp_path: Path
+) -> None:
+    def insert_then_read_too_late() -> None:
+        with guarded.session(0.001) as connection:
+            connection.execute("BEGIN IMMEDIATE")
+            connection.execute("INSERT INTO t VALUES (2)")
+            time.sleep(0.01)
+            connection.execute("SELECT count(*) FROM t").fetchone()  # stopped; the transaction stays open
+
+    with pytest.raises(QueryTimeout):
+        insert_then_read_too_late()
+    assert not guarded.connection.in_transaction
+    other = sqlite3.connect(tmp_path / "sessions.db", timeout=0)
+    try:
+        other.execute("INSERT INTO t VALUES (3)")  # would fail at once if the write lock were still held
+        other.commit()
+    finally:
+        other.close()
+    assert ids(guarded) == [3]
