@@ -11,7 +11,7 @@ import sys
 import threading
 import time
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
 from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -57,6 +57,27 @@ async def watching_the_loop(work: Callable[[], Awaitable[T]]) -> tuple[T, float]
         group.start_soon(watch)
         group.start_soon(run)
     return results[0], longest
+
+
+async def watching_the_loop_while_locked(
+    path: Path, lock: Sequence[str], work: Callable[[], Awaitable[T]]
+) -> tuple[T, float]:
+    """Run the `lock` statements on another connection to the SQLite file `path`, keeping their transaction
+    open, and commit it 0.5 s later; meanwhile await `work()` as `watching_the_loop` does."""
+    other = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    try:
+        for statement in lock:
+            other.execute(statement).fetchall()
+
+        async def commit_later() -> None:
+            await anyio.sleep(0.5)
+            other.execute("COMMIT")
+
+        async with anyio.create_task_group() as group:
+            group.start_soon(commit_later)
+            return await watching_the_loop(work)
+    finally:
+        other.close()
 
 
 @dataclass

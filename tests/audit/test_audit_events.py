@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sqlite3
 from pathlib import Path
 
 import anyio
@@ -21,7 +20,7 @@ from safedb.audit import (
 from safedb.sql.classification import Change, ChangeKind, Classification, DatabaseObject, ObjectType
 from tests.audit.helpers import event
 from tests.audit.stores import AuditLog
-from tests.helpers import watching_the_loop
+from tests.helpers import watching_the_loop_while_locked
 
 pytestmark = pytest.mark.anyio
 
@@ -113,19 +112,9 @@ async def test_an_answer_waits_for_another_connections_lock_without_holding_up_t
     process) holds the file's write lock, they wait in a worker thread, and each answer still counts once."""
     with SqliteAuditStore.open(audit_path) as store:
         await store.record(event(AuditDecision.REQUESTED, 1))
-        other = sqlite3.connect(audit_path, isolation_level=None, check_same_thread=False)
-        try:
-            other.execute("BEGIN IMMEDIATE")
-
-            async def release_later() -> None:
-                await anyio.sleep(0.5)
-                other.execute("ROLLBACK")
-
-            async with anyio.create_task_group() as group:
-                group.start_soon(release_later)
-                answer, longest = await watching_the_loop(lambda: store.record_answer(event(AuditDecision.ACCEPTED, 1)))
-        finally:
-            other.close()
+        answer, longest = await watching_the_loop_while_locked(
+            audit_path, ["BEGIN IMMEDIATE"], lambda: store.record_answer(event(AuditDecision.ACCEPTED, 1))
+        )
         assert answer is not None
         assert answer.seq == 2
         assert longest < 0.25, f"the event loop was held up for {longest:.3f} s"

@@ -6,12 +6,11 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
-import anyio
 import pytest
 
 from safedb.db.backend import QueryLimits
 from safedb.db.sqlite.backend import SqliteDatabase
-from tests.helpers import watching_the_loop
+from tests.helpers import watching_the_loop, watching_the_loop_while_locked
 
 pytestmark = pytest.mark.anyio
 
@@ -28,18 +27,15 @@ def database_path(tmp_path: Path) -> Path:
     return path
 
 
-async def read_while_watching(database: SqliteDatabase, sql: str) -> tuple[list[tuple[object, ...]], float]:
-    async def read() -> list[tuple[object, ...]]:
-        return list((await database.read(await database.classify(sql))).rows)
-
-    return await watching_the_loop(read)
+async def read(database: SqliteDatabase, sql: str) -> list[tuple[object, ...]]:
+    return list((await database.read(await database.classify(sql))).rows)
 
 
 async def test_a_long_read_does_not_hold_up_the_event_loop(database_path: Path) -> None:
     database = SqliteDatabase(database_path, QueryLimits())
     try:
         for _ in range(2):  # the second time it is known to be long
-            rows, longest = await read_while_watching(database, LONG_READ)
+            rows, longest = await watching_the_loop(lambda: read(database, LONG_READ))
             assert rows == [(3000000,)]
             assert longest < 0.25, f"the event loop was held up for {longest:.3f} s"
     finally:
@@ -53,24 +49,17 @@ async def test_a_read_waits_for_a_writers_lock_without_holding_up_the_event_loop
     """With a rollback journal, a writer committing holds an exclusive lock that readers must wait out,
     both to classify a statement and to run it."""
     database = SqliteDatabase(database_path, QueryLimits())
-    writer = sqlite3.connect(database_path, isolation_level=None, check_same_thread=False)
     try:
         if known:
             await database.read(await database.classify("SELECT id FROM t ORDER BY id"))
-        writer.execute("BEGIN EXCLUSIVE")
-        writer.execute("INSERT INTO t VALUES (4)")
-
-        async def commit_later() -> None:
-            await anyio.sleep(0.5)
-            writer.execute("COMMIT")
-
-        async with anyio.create_task_group() as group:
-            group.start_soon(commit_later)
-            rows, longest = await read_while_watching(database, "SELECT id FROM t ORDER BY id")
+        rows, longest = await watching_the_loop_while_locked(
+            database_path,
+            ["BEGIN EXCLUSIVE", "INSERT INTO t VALUES (4)"],
+            lambda: read(database, "SELECT id FROM t ORDER BY id"),
+        )
         assert rows == [(1,), (2,), (3,), (4,)]  # it waited for the commit, then read
         assert longest < 0.25, f"the event loop was held up for {longest:.3f} s"
     finally:
-        writer.close()
         await database.aclose()
 
 
@@ -113,29 +102,17 @@ async def test_a_change_waits_for_another_connections_lock_without_holding_up_th
     """Another connection's write transaction blocks the dry run and the change; its read transaction
     (rollback journal) blocks only the change's commit. Both wait in a worker thread, then run once."""
     database = SqliteDatabase(database_path, QueryLimits())
-    other = sqlite3.connect(database_path, isolation_level=None, check_same_thread=False)
     try:
         classification = await database.classify("INSERT INTO t VALUES (4)")
-        if lock == "write":
-            other.execute("BEGIN IMMEDIATE")
-        else:
-            other.execute("BEGIN")
-            other.execute("SELECT count(*) FROM t").fetchone()
-
-        async def release_later() -> None:
-            await anyio.sleep(0.5)
-            other.execute("COMMIT")
 
         async def preview_and_write() -> tuple[int | None, int | None]:
             impact = await database.preview(classification)
             return impact.rows_affected, (await database.write(classification)).rows_affected
 
-        async with anyio.create_task_group() as group:
-            group.start_soon(release_later)
-            counts, longest = await watching_the_loop(preview_and_write)
+        statements = ["BEGIN IMMEDIATE"] if lock == "write" else ["BEGIN", "SELECT count(*) FROM t"]
+        counts, longest = await watching_the_loop_while_locked(database_path, statements, preview_and_write)
         assert counts == (1, 1)
         assert table_ids(database_path) == [1, 2, 3, 4]
         assert longest < 0.25, f"the event loop was held up for {longest:.3f} s"
     finally:
-        other.close()
         await database.aclose()
