@@ -115,6 +115,16 @@ class GuardedConnection:
             self.connection.close()
 
 
+# Errors that come from the moment, not from the statement: another connection's lock, the time limit.
+_STOPPED_CODES = frozenset({sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED, sqlite3.SQLITE_INTERRUPT})
+
+
+def was_stopped(exc: sqlite3.Error) -> bool:
+    """Whether SQLite stopped the work for a reason outside the statement: the time limit, or a lock."""
+    primary_code = (getattr(exc, "sqlite_errorcode", None) or 0) & 0xFF
+    return str(exc) == "interrupted" or primary_code in _STOPPED_CODES
+
+
 def without_time_limit(connection: sqlite3.Connection) -> None:
     """Lift the session's time limit before COMMIT or ROLLBACK, which must not be stopped halfway: SQLite
     may report a commit as stopped after it took effect, and a stopped rollback keeps the write lock. The

@@ -6,7 +6,7 @@ import sqlite3
 from collections.abc import Callable
 
 from safedb.db.backend import Impact
-from safedb.db.sqlite.connections import quote_identifier, without_time_limit
+from safedb.db.sqlite.connections import quote_identifier, was_stopped, without_time_limit
 from safedb.sql.classification import ChangeCategory, ChangeKind, Classification, ObjectType
 
 Authorizer = Callable[[int, str | None, str | None, str | None, str | None], int]
@@ -78,12 +78,6 @@ def _row_count(connection: sqlite3.Connection, table: str, schema: str | None) -
             raise
         return None
     return int(count)
-
-
-def was_stopped(exc: sqlite3.Error) -> bool:
-    """Whether SQLite stopped the work for a reason outside the statement: the time limit, or a lock."""
-    primary_code = (getattr(exc, "sqlite_errorcode", None) or 0) & 0xFF
-    return str(exc) == "interrupted" or primary_code in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
 
 
 def _rows(count: int) -> str:

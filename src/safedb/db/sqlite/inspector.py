@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 import sqlite3
 
+from safedb.db.sqlite.connections import was_stopped
 from safedb.errors import EmptyStatement, InvalidStatement, MultipleStatements
 from safedb.sql.classification import Classification
 from safedb.sql.sqlite_actions import (
@@ -20,9 +21,6 @@ from safedb.sql.structure import statement_shape
 # Whitespace and SQL comments (an unterminated block comment runs to the end, as in SQLite).
 _LEADING_NOISE = re.compile(r"(?:\s+|--[^\n]*(?:\n|$)|/\*.*?(?:\*/|$))*", re.DOTALL)
 _WORD = re.compile(r"[A-Za-z_]+")
-
-# Errors that come from the moment, not from the statement: another connection's lock, the time limit.
-_NOT_ABOUT_THE_STATEMENT = frozenset({sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED, sqlite3.SQLITE_INTERRUPT})
 
 
 def leading_keyword(sql: str) -> str | None:
@@ -76,7 +74,7 @@ def inspect_statement(connection: sqlite3.Connection, sql: str, shadow_tables: f
             raise MultipleStatements from exc
         raise InvalidStatement(f"SQLite cannot run this statement: {exc}") from exc
     except sqlite3.DatabaseError as exc:
-        if exc.sqlite_errorcode & 0xFF in _NOT_ABOUT_THE_STATEMENT:
+        if was_stopped(exc):
             raise  # the connection's session reports it (QueryTimeout or QueryFailed)
         raise InvalidStatement(f"SQLite cannot run this statement: {exc}") from exc
     except ValueError as exc:  # e.g. a NUL character in the text
