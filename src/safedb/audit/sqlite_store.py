@@ -31,6 +31,8 @@ from safedb.audit.rows import (
 from safedb.audit.sqlite_schema import open_reader, open_writer
 from safedb.audit.store import AuditQuery, ChainHead, ChainSnapshot
 from safedb.audit.threaded import ThreadedAuditStore
+from safedb.audit.wal_sync import WalSync
+from safedb.errors import DatabaseOpenError
 from safedb.inline_work import RecentDuration
 from safedb.settings import default_data_dir
 
@@ -61,6 +63,7 @@ class SqliteAuditStore(ThreadedAuditStore[sqlite3.Connection]):
         self.path = path
         self._busy_timeout = busy_timeout
         self._recent_appends = RecentDuration()
+        self._wal_sync = WalSync(_wal_path(writer)) if writer is not None else None
 
     @classmethod
     def open(cls, path: Path, *, readonly: bool = False, busy_timeout: float = 30.0) -> SqliteAuditStore:
@@ -72,32 +75,63 @@ class SqliteAuditStore(ThreadedAuditStore[sqlite3.Connection]):
         if readonly:
             open_reader(path, busy_timeout).close()
             return cls(path, None, busy_timeout)
-        return cls(path, open_writer(path, busy_timeout), busy_timeout)
+        writer = open_writer(path, busy_timeout)
+        try:
+            return cls(path, writer, busy_timeout)
+        except OSError as exc:
+            writer.close()
+            raise DatabaseOpenError(f"Cannot open the audit log's write-ahead log next to {path}: {exc}") from None
+        except BaseException:
+            writer.close()
+            raise
+
+    def close(self) -> None:
+        super().close()
+        if self._wal_sync is not None:
+            self._wal_sync.close()
 
     async def _append_soon(self, event: AuditEvent, first_answer: bool) -> AuditRecord | None:
         """Append on the event loop's thread when appends have lately been quick (`RecentDuration`) and the
-        write lock is free, in this process and in the file; otherwise wait for it in a worker thread."""
+        write lock is free, in this process and in the file; otherwise wait for it in a worker thread.
+
+        An answer is synced to the disk before this returns; other records within a moment (`WalSync`).
+        """
         if self._recent_appends.within_budget() and self._lock.acquire(blocking=False):
             try:
                 writer = self._open_writer()
                 if self._begin(writer, wait=False):
                     with self._recent_appends.timing():
-                        return self._append_begun(writer, event, first_answer)
+                        record, commit = self._append_begun(writer, event, first_answer)
+                        if first_answer:
+                            self._sync_through(commit)
+                        else:
+                            self._synced_wal().sync_soon()
+                    return record
             finally:
                 self._lock.release()
         return await super()._append_soon(event, first_answer)
 
     def _write(self, event: AuditEvent, first_answer: bool) -> AuditRecord | None:
-        """`append` under the store lock (see `ThreadedAuditStore.append`)."""
+        """`append` under the store lock (see `ThreadedAuditStore.append`), synced to the disk."""
         with self._lock:
             writer = self._open_writer()
             self._begin(writer, wait=True)
-            return self._append_begun(writer, event, first_answer)
+            record, commit = self._append_begun(writer, event, first_answer)
+        self._sync_through(commit)
+        return record
+
+    def _sync_through(self, commit: int) -> None:
+        with self._failures():
+            self._synced_wal().sync_through(commit)
 
     def _open_writer(self) -> sqlite3.Connection:
         if self._writer is None:
             raise AuditWriteFailed(f"The audit log {self.path} is not open for writing.")
         return self._writer
+
+    def _synced_wal(self) -> WalSync:
+        assert self._wal_sync is not None  # there is one whenever there is a writer
+        return self._wal_sync
 
     def _begin(self, writer: sqlite3.Connection, *, wait: bool) -> bool:
         """Take the file's write lock (`BEGIN IMMEDIATE`). Without `wait`, False when another connection
@@ -121,19 +155,24 @@ class SqliteAuditStore(ThreadedAuditStore[sqlite3.Connection]):
     def _failures(self) -> Iterator[None]:
         try:
             yield
-        except sqlite3.Error as exc:
+        except (sqlite3.Error, OSError) as exc:
             logger.error("Cannot append to the audit log %s: %s", self.path, exc)
             raise AuditWriteFailed(f"The audit log could not be written ({exc}).") from exc
 
-    def _append_begun(self, writer: sqlite3.Connection, event: AuditEvent, first_answer: bool) -> AuditRecord | None:
-        """Append within the transaction `_begin` started, and commit (or roll back on any failure)."""
+    def _append_begun(
+        self, writer: sqlite3.Connection, event: AuditEvent, first_answer: bool
+    ) -> tuple[AuditRecord | None, int]:
+        """Append within the transaction `_begin` started, and commit (or roll back on any failure). The
+        record (None if refused, see `append`) and the commit to sync through (0 when nothing was written).
+        """
         with self._failures():
             try:
-                return self._append(writer, event, first_answer)
+                record = self._append(writer, event, first_answer)
             except BaseException:
                 if writer.in_transaction:
                     writer.execute("ROLLBACK")
                 raise
+        return record, 0 if record is None else self._synced_wal().committed()
 
     def _append(self, writer: sqlite3.Connection, event: AuditEvent, first_answer: bool) -> AuditRecord | None:
         if first_answer and writer.execute(_ANSWERED, (event.request_id,)).fetchone() is not None:
@@ -193,6 +232,12 @@ class SqliteAuditStore(ThreadedAuditStore[sqlite3.Connection]):
             yield connection
         finally:
             connection.close()
+
+
+def _wal_path(writer: sqlite3.Connection) -> str:
+    """The writer's -wal file, named as SQLite names it: after the main file's full path."""
+    main_file = next(row[2] for row in writer.execute("PRAGMA database_list") if row[1] == "main")
+    return f"{main_file}-wal"
 
 
 def _head(reader: sqlite3.Connection) -> ChainHead | None:

@@ -1,0 +1,145 @@
+"""When SQLite audit records reach the disk: answers before they count, other records within a moment,
+everything at close, and nothing lost when the server process dies."""
+
+from __future__ import annotations
+
+import errno
+import os
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import anyio
+import pytest
+
+from safedb.audit import AuditDecision, AuditQuery, AuditWriteFailed, SqliteAuditStore, verify
+from safedb.audit.wal_sync import LAZY_SYNC_DELAY
+from tests.audit.helpers import event
+
+pytestmark = pytest.mark.anyio
+
+Fsync = Callable[[int], None]
+
+
+class DiskSyncs:
+    """Counts the fsyncs of one file, passing them on to the real `os.fsync` (or failing them on demand)."""
+
+    def __init__(self, real_fsync: Fsync) -> None:
+        self._real_fsync = real_fsync
+        self.inode: int | None = None
+        self.count = 0
+        self.failing = False
+
+    def __call__(self, fd: int) -> None:
+        if self.inode is not None and os.fstat(fd).st_ino == self.inode:
+            if self.failing:
+                raise OSError(errno.EIO, "Input/output error")
+            self.count += 1
+        self._real_fsync(fd)
+
+    def watch(self, path: Path) -> None:
+        self.inode = os.stat(path).st_ino
+
+
+@pytest.fixture
+def wal_syncs(monkeypatch: pytest.MonkeyPatch) -> DiskSyncs:
+    syncs = DiskSyncs(os.fsync)
+    monkeypatch.setattr(os, "fsync", syncs)
+    return syncs
+
+
+def _wal(audit_path: Path) -> Path:
+    return audit_path.with_name(audit_path.name + "-wal")
+
+
+async def test_an_answer_is_on_disk_before_it_counts_and_one_sync_covers_the_records_before_it(
+    audit_path: Path, wal_syncs: DiskSyncs
+) -> None:
+    with SqliteAuditStore.open(audit_path) as store:
+        wal_syncs.watch(_wal(audit_path))
+        for index in range(3):
+            await store.record(event(AuditDecision.REQUESTED, index))
+        assert wal_syncs.count == 0, "records nothing waits on are synced later, together"
+        answer = await store.record_answer(event(AuditDecision.ACCEPTED, 0))
+        assert answer is not None
+        assert wal_syncs.count == 1, "the answer, and the three records before it, in one sync"
+
+
+async def test_other_records_reach_the_disk_within_a_moment(audit_path: Path, wal_syncs: DiskSyncs) -> None:
+    with SqliteAuditStore.open(audit_path) as store:
+        wal_syncs.watch(_wal(audit_path))
+        await store.record(event(AuditDecision.EXECUTED, 1))
+        await store.record(event(AuditDecision.REQUESTED, 2))
+        assert wal_syncs.count == 0
+        with anyio.fail_after(5):
+            while wal_syncs.count == 0:
+                await anyio.sleep(LAZY_SYNC_DELAY / 4)
+        await anyio.sleep(LAZY_SYNC_DELAY * 3)
+        assert wal_syncs.count == 1, "both records in one background sync"
+
+
+def test_appends_outside_the_event_loop_are_synced_before_they_return(audit_path: Path, wal_syncs: DiskSyncs) -> None:
+    with SqliteAuditStore.open(audit_path) as store:
+        wal_syncs.watch(_wal(audit_path))
+        store.append(event(AuditDecision.REQUESTED, 1))
+        assert wal_syncs.count == 1
+        assert store.append(event(AuditDecision.DECLINED, 1), first_answer=True) is not None
+        assert wal_syncs.count == 2
+        assert store.append(event(AuditDecision.DECLINED, 1), first_answer=True) is None  # a replay: nothing new
+        assert wal_syncs.count == 2
+
+
+async def test_closing_the_store_syncs_what_is_left(audit_path: Path, wal_syncs: DiskSyncs) -> None:
+    store = SqliteAuditStore.open(audit_path)
+    wal_syncs.watch(_wal(audit_path))
+    await store.record(event(AuditDecision.REQUESTED, 1))
+    assert wal_syncs.count == 0
+    store.close()
+    assert wal_syncs.count == 1
+
+
+async def test_an_append_fails_when_the_disk_refuses_to_sync_it(audit_path: Path, wal_syncs: DiskSyncs) -> None:
+    """The statement behind an answer runs only once the answer is on the disk."""
+    with SqliteAuditStore.open(audit_path) as store:
+        wal_syncs.watch(_wal(audit_path))
+        await store.record(event(AuditDecision.REQUESTED, 1))
+        wal_syncs.failing = True
+        with pytest.raises(AuditWriteFailed, match="Input/output error"):
+            await store.record_answer(event(AuditDecision.ACCEPTED, 1))
+        with pytest.raises(AuditWriteFailed, match="Input/output error"):
+            store.append(event(AuditDecision.EXECUTED, 1))
+        wal_syncs.failing = False
+        await store.record_answer(event(AuditDecision.ACCEPTED, 2))
+        assert wal_syncs.count == 1
+
+
+_APPEND_THEN_DIE = """
+import asyncio, os, sys
+from pathlib import Path
+from safedb.audit import AuditDecision, SqliteAuditStore
+from tests.audit.helpers import event
+
+async def main():
+    store = SqliteAuditStore.open(Path(sys.argv[1]))
+    await store.record(event(AuditDecision.ACCEPTED, 1))
+    await store.record(event(AuditDecision.EXECUTED, 1))
+    os._exit(0)  # no close, no background sync: as if the server were killed
+
+asyncio.run(main())
+"""
+
+
+def test_records_survive_the_server_process_dying_before_they_are_synced(audit_path: Path) -> None:
+    root = Path(__file__).resolve().parents[2]
+    subprocess.run(
+        [sys.executable, "-c", _APPEND_THEN_DIE, str(audit_path)],
+        check=True,
+        cwd=root,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join([str(root), str(root / "src")])},
+        timeout=60,
+    )
+    with SqliteAuditStore.open(audit_path, readonly=True) as store:
+        decisions = [record.decision for record in store.records(AuditQuery())]
+        assert decisions == [AuditDecision.ACCEPTED, AuditDecision.EXECUTED]
+        assert verify(store).intact
