@@ -32,7 +32,7 @@ from typing import Any
 from bench import dataset, report, scenarios, servers
 from bench.load import Metrics, Target
 from bench.scenarios import Plan, Scenario
-from bench.servers import REPO_ROOT, RunningServer, ServerKind
+from bench.servers import REPO_ROOT, ServerKind, ServerProcess
 
 
 def machine_info(workdir: Path) -> dict[str, Any]:
@@ -91,7 +91,7 @@ def _log(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 
 
-def _target(server: RunningServer) -> Target:
+def _target(server: ServerProcess) -> Target:
     return Target(server.host, server.port, server.pid)
 
 
@@ -111,9 +111,9 @@ class Runner:
         self.workdir = workdir
         self.serial = 0
         self.lasting = contextlib.ExitStack()
-        self.run_wide: dict[str, RunningServer] = {}
+        self.run_wide: dict[str, ServerProcess] = {}
 
-    def _start(self, stack: contextlib.ExitStack, kind: ServerKind) -> RunningServer:
+    def _start(self, stack: contextlib.ExitStack, kind: ServerKind) -> ServerProcess:
         self.serial += 1
         return stack.enter_context(servers.running(kind, self.database, self.workdir, self.serial))
 

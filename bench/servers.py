@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import signal
@@ -15,7 +16,9 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
-_SERVING = re.compile(r"serving .* at (http://\S+/mcp)")
+SERVING = re.compile(r"serving .* at (http://\S+/mcp)")
+"""How `safedb serve` (and the reference server) say where they listen."""
+_LOG_LINES = 5000
 
 
 @dataclass(frozen=True)
@@ -34,8 +37,9 @@ REFERENCE = ServerKind(
 
 
 @dataclass
-class RunningServer:
-    kind: ServerKind
+class ServerProcess:
+    """A server in a process (and process group) of its own: its URL and its stderr so far."""
+
     process: subprocess.Popen[str]
     url: str
     log: list[str]
@@ -65,41 +69,67 @@ def command(kind: ServerKind, database: Path, workdir: Path, serial: int) -> lis
 
 
 @contextmanager
-def running(kind: ServerKind, database: Path, workdir: Path, serial: int = 0) -> Iterator[RunningServer]:
-    """Start `kind` on `database`; yield once it prints its URL; always stop it (its process group)."""
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO_ROOT), os.environ.get("PYTHONPATH")]))}
+def running(kind: ServerKind, database: Path, workdir: Path, serial: int = 0) -> Iterator[ServerProcess]:
+    """Start `kind` on `database`; yield once it prints its URL; always stop it."""
+    pythonpath = os.pathsep.join(filter(None, [str(REPO_ROOT), os.environ.get("PYTHONPATH")]))
+    command_line = command(kind, database, workdir, serial)
+    with serving_process(command_line, env={"PYTHONPATH": pythonpath}, cwd=REPO_ROOT, start_timeout=60) as server:
+        yield server
+
+
+@contextmanager
+def serving_process(
+    command: list[str],
+    *,
+    env: dict[str, str] | None = None,
+    cwd: Path | None = None,
+    start_timeout: float = 30,
+    ready: re.Pattern[str] = SERVING,
+) -> Iterator[ServerProcess]:
+    """Start a server command (`env` added to this process's environment); yield once its stderr shows
+    `ready`, whose group 1 is the URL; always stop it, its whole process group.
+
+    A thread keeps reading the server's stderr, so its log never blocks it and is there to read on failure
+    (its first `_LOG_LINES` lines).
+    """
     process = subprocess.Popen(
-        command(kind, database, workdir, serial), cwd=REPO_ROOT, env=env, stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, start_new_session=True,
+        command, cwd=cwd, env={**os.environ, **(env or {})}, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE, text=True, start_new_session=True,
     )  # fmt: skip
     log: list[str] = []
     found: list[str] = []
-    ready = threading.Event()
+    listening = threading.Event()
 
     def drain() -> None:
         assert process.stderr is not None
         for line in process.stderr:
-            if len(log) < 2000:
+            if len(log) < _LOG_LINES:
                 log.append(line)
-            if not found and (match := _SERVING.search(line)):
+            if not found and (match := ready.search(line)):
                 found.append(match.group(1))
-                ready.set()
-        ready.set()
+                listening.set()
+        listening.set()
 
     reader = threading.Thread(target=drain, daemon=True)
     reader.start()
     try:
-        if not ready.wait(timeout=60) or not found:
-            raise RuntimeError(f"{kind.name} did not start:\n" + "".join(log[-40:]))
-        yield RunningServer(kind, process, found[0], log)
+        if not listening.wait(timeout=start_timeout) or not found:
+            raise RuntimeError(f"{command} did not start listening:\n" + "".join(log[-40:]))
+        yield ServerProcess(process, found[0], log)
     finally:
-        if process.poll() is None:
-            os.killpg(process.pid, signal.SIGTERM)
-        try:
-            process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
-            process.wait()
+        _stop_group(process)
         reader.join(timeout=10)
         if process.stderr is not None:
             process.stderr.close()
+
+
+def _stop_group(process: subprocess.Popen[str]) -> None:
+    """SIGTERM to the process group, SIGKILL if it has not ended within 15 s."""
+    with contextlib.suppress(ProcessLookupError):  # the whole group has already ended
+        os.killpg(process.pid, signal.SIGTERM)
+    try:
+        process.wait(timeout=15)
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
+        process.wait()

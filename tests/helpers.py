@@ -3,12 +3,8 @@
 from __future__ import annotations
 
 import os
-import re
-import signal
 import sqlite3
-import subprocess
 import sys
-import threading
 import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
@@ -21,6 +17,7 @@ import anyio
 from mcp.server.mcpserver import MCPServer
 from mcp_types import ElicitRequestFormParams, ElicitRequestURLParams, ElicitResult
 
+from bench.servers import ServerProcess, serving_process
 from safedb.audit import AuditQuery, SqliteAuditStore
 from safedb.db.sqlite import SqliteDatabase
 from safedb.server.app import build_server
@@ -138,65 +135,6 @@ def scratch_table(path: Path, count: int = 3) -> str:
     finally:
         connection.close()
     return name
-
-
-@dataclass
-class ServerProcess:
-    process: subprocess.Popen[str]
-    url: str
-    log: list[str]
-
-
-_SERVING = re.compile(r"serving .* at (http://\S+/mcp)")
-
-
-@contextmanager
-def serving_process(
-    command: list[str],
-    *,
-    env: dict[str, str] | None = None,
-    cwd: Path | None = None,
-    start_timeout: float = 30,
-    ready: re.Pattern[str] = _SERVING,
-) -> Iterator[ServerProcess]:
-    """Start a server command; yield once its stderr shows `ready` (whose group 1 is the URL); always stop
-    it (its whole process group).
-
-    A thread keeps reading the server's stderr, so its log never blocks it and is there to read on failure.
-    """
-    process = subprocess.Popen(
-        command, cwd=cwd, env={**os.environ, **(env or {})}, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-        text=True, start_new_session=True,
-    )  # fmt: skip
-    log: list[str] = []
-    found: list[str] = []
-    listening = threading.Event()
-
-    def drain() -> None:
-        assert process.stderr is not None
-        for line in process.stderr:
-            log.append(line)
-            if not found and (match := ready.search(line)):
-                found.append(match.group(1))
-                listening.set()
-        listening.set()
-
-    reader = threading.Thread(target=drain, daemon=True)
-    reader.start()
-    try:
-        if not listening.wait(timeout=start_timeout) or not found:
-            raise AssertionError(f"{command} did not start listening:\n" + "".join(log))
-        yield ServerProcess(process, found[0], log)
-    finally:
-        os.killpg(process.pid, signal.SIGTERM)
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
-            process.wait()
-        reader.join(timeout=10)
-        if process.stderr is not None:
-            process.stderr.close()
 
 
 @contextmanager
