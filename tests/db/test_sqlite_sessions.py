@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from safedb.db.sqlite.connections import GuardedConnection, without_time_limit
+from safedb.db.sqlite.connections import GuardedConnection, commit
 from safedb.errors import QueryTimeout
 
 
@@ -32,8 +32,7 @@ def test_a_commit_reached_after_the_time_limit_still_commits(guarded: GuardedCon
         connection.execute("BEGIN IMMEDIATE")
         connection.execute("INSERT INTO t VALUES (1)")
         time.sleep(0.01)
-        without_time_limit(connection)
-        connection.execute("COMMIT")
+        commit(connection)
     assert ids(guarded) == [1]
 
 

@@ -258,13 +258,10 @@ class SqliteDatabase:
             returned = fetch_capped(cursor, columns, self.limits) if columns else None
             cursor.fetchall()  # finish the statement even when RETURNING rows were capped
             if in_transaction:
-                connections.without_time_limit(connection)
-                connection.execute("COMMIT")
+                connections.commit(connection)
         except BaseException as exc:
             connection.set_authorizer(None)
-            if connection.in_transaction:
-                connections.without_time_limit(connection)
-                connection.execute("ROLLBACK")
+            connections.roll_back(connection)
             if isinstance(exc, sqlite3.DatabaseError) and "not authorized" in str(exc):
                 raise QueryFailed(
                     "The statement now does something that was not approved (the schema may have changed "

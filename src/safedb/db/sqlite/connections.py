@@ -104,9 +104,7 @@ class GuardedConnection:
                 raise QueryFailed(f"The database reported an error: {exc}") from exc
             finally:
                 self._deadline = float("inf")
-                if self.connection.in_transaction:
-                    without_time_limit(self.connection)
-                    self.connection.execute("ROLLBACK")
+                roll_back(self.connection)
                 if not self._keeps_authorizer:
                     self.connection.set_authorizer(self.default_authorizer)
 
@@ -125,11 +123,19 @@ def was_stopped(exc: sqlite3.Error) -> bool:
     return str(exc) == "interrupted" or primary_code in _STOPPED_CODES
 
 
-def without_time_limit(connection: sqlite3.Connection) -> None:
-    """Lift the session's time limit before COMMIT or ROLLBACK, which must not be stopped halfway: SQLite
-    may report a commit as stopped after it took effect, and a stopped rollback keeps the write lock. The
-    next session sets the limit again."""
+def commit(connection: sqlite3.Connection) -> None:
+    """COMMIT without the session's time limit: SQLite may report a commit stopped halfway as failed after
+    it took effect. The next session sets the limit again."""
     connection.set_progress_handler(None, 0)
+    connection.execute("COMMIT")
+
+
+def roll_back(connection: sqlite3.Connection) -> None:
+    """ROLLBACK the open transaction, if any (an interrupted statement may have ended it already), without
+    the session's time limit: a rollback stopped halfway keeps the write lock."""
+    if connection.in_transaction:
+        connection.set_progress_handler(None, 0)
+        connection.execute("ROLLBACK")
 
 
 def open_reader(path: Path, *, on_event_loop: bool = False) -> GuardedConnection:

@@ -6,7 +6,7 @@ import sqlite3
 from collections.abc import Callable
 
 from safedb.db.backend import Impact
-from safedb.db.sqlite.connections import quote_identifier, was_stopped, without_time_limit
+from safedb.db.sqlite.connections import quote_identifier, roll_back, was_stopped
 from safedb.sql.classification import ChangeCategory, ChangeKind, Classification, ObjectType
 
 Authorizer = Callable[[int, str | None, str | None, str | None, str | None], int]
@@ -41,9 +41,7 @@ def _dry_run(connection: sqlite3.Connection, classification: Classification, aut
         return Impact(lines=(f"Impact preview: the dry run did not finish (SQLite reported: {exc}).",))
     finally:
         connection.set_authorizer(None)
-        if connection.in_transaction:  # an interrupted change may have rolled it back already
-            without_time_limit(connection)
-            connection.execute("ROLLBACK")
+        roll_back(connection)
     verb = ", ".join(str(kind) for kind in classification.kinds)
     line = f"{_rows(direct)} would be affected ({verb}), measured by a dry run that was rolled back"
     if total > direct:
