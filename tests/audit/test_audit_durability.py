@@ -136,7 +136,6 @@ def test_records_survive_the_server_process_dying_before_they_are_synced(audit_p
         [sys.executable, "-c", _APPEND_THEN_DIE, str(audit_path)],
         check=True,
         cwd=root,
-        env={**os.environ, "PYTHONPATH": os.pathsep.join([str(root), str(root / "src")])},
         timeout=60,
     )
     with SqliteAuditStore.open(audit_path, readonly=True) as store:

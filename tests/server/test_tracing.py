@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -62,7 +61,6 @@ def test_with_a_tracer_provider_set_up_every_message_gets_its_span(demo_db: Path
         [sys.executable, "-c", _SPANS_WITH_A_PROVIDER, str(demo_db)],
         check=False,
         cwd=ROOT,
-        env={**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(ROOT / "src")])},
         capture_output=True,
         text=True,
         timeout=120,
