@@ -219,6 +219,27 @@ async def test_unanswered_question_times_out_as_cancelled_with_progress_meanwhil
     assert rows(demo_db, "SELECT count(*) FROM invoices") == [(8,)]
 
 
+async def test_unanswered_question_times_out_and_the_client_is_told_to_stop_asking(demo_db: Path) -> None:
+    stopped_asking = anyio.Event()
+
+    async def absent_person(context: Any, params: Any) -> ElicitResult:
+        try:
+            await anyio.sleep(30)
+        finally:
+            stopped_asking.set()
+        return ElicitResult(
+            action="accept", content={"confirm": True, "justification": "late", "environment": "Development"}
+        )
+
+    async with connected(demo_db, absent_person, mode="legacy", policy=Policy(approval_timeout=0.5)) as client:
+        with anyio.fail_after(20):
+            result = await client.call_tool("execute_query", {"query": "DELETE FROM invoices"})
+            await stopped_asking.wait()
+    assert result.structured_content is not None
+    assert result.structured_content["status"] == "timed_out"
+    assert rows(demo_db, "SELECT count(*) FROM invoices") == [(8,)]
+
+
 async def test_input_required_answer_after_the_timeout_does_not_run(demo_db: Path) -> None:
     accept = ElicitResult(
         action="accept", content={"confirm": True, "justification": "test", "environment": "Development"}

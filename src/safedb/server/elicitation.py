@@ -12,7 +12,7 @@ import functools
 import logging
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager, nullcontext
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,7 +20,8 @@ import anyio
 from mcp.server.elicitation import render_elicitation_schema
 from mcp.server.mcpserver import Context
 from mcp.shared.exceptions import MCPError
-from mcp_types import ElicitRequest, ElicitRequestFormParams, ElicitResult, InputRequiredResult
+from mcp.shared.message import ServerMessageMetadata
+from mcp_types import REQUEST_TIMEOUT, ElicitRequest, ElicitRequestFormParams, ElicitResult, InputRequiredResult
 from mcp_types.version import is_version_at_least
 from pydantic import ValidationError
 
@@ -75,14 +76,17 @@ def uses_input_required(ctx: Context[Any, Any]) -> bool:
     return version is not None and is_version_at_least(version, _INPUT_REQUIRED_VERSION)
 
 
-@asynccontextmanager
-async def progress_while_waiting(ctx: Context[Any, Any], every: float, message: str) -> AsyncIterator[None]:
+def progress_while_waiting(ctx: Context[Any, Any], every: float, message: str) -> AbstractAsyncContextManager[None]:
     """Progress notifications (`message` and the seconds waited, every `every` seconds) while the body
-    waits for a person, if the client asked for progress (a progress token)."""
+    waits for a person, if the client asked for progress (a progress token). Without one, nothing: a
+    question may wait for a long time, and thousands may wait at once."""
     if (ctx.request_context.meta or {}).get("progress_token") is None:
-        yield
-        return
+        return nullcontext()
+    return _reporting_progress(ctx, every, message)
 
+
+@asynccontextmanager
+async def _reporting_progress(ctx: Context[Any, Any], every: float, message: str) -> AsyncIterator[None]:
     async def report() -> None:
         waited = 0.0
         while True:
@@ -121,23 +125,26 @@ class ApprovalChannel:
         request_id = uuid.uuid4().hex
         text = await question.text()
         await question.asking(request_id)
-        reply = Reply(Answer.TIMEOUT, None, request_id)
-        with anyio.move_on_after(question.timeout):
-            async with progress_while_waiting(ctx, self._keepalive, "Waiting for approval"):
-                reply = await self._elicit(ctx, text, question.form, request_id)
-        return reply
+        async with progress_while_waiting(ctx, self._keepalive, "Waiting for approval"):
+            return await self._elicit(ctx, text, question, request_id)
 
-    async def _elicit(
-        self, ctx: Context[Any, Any], text: str, form: type[SafetyVerification], request_id: str
-    ) -> Reply:
+    async def _elicit(self, ctx: Context[Any, Any], text: str, question: Question, request_id: str) -> Reply:
+        params = ElicitRequestFormParams(message=text, requested_schema=requested_schema(question.form))
         try:
-            result = await ctx.session.elicit_form(
-                message=text, requested_schema=requested_schema(form), related_request_id=ctx.request_id
+            # The SDK's own request timeout (it tells the client the request is cancelled when it expires),
+            # rather than a cancel scope of our own around it: one less per waiting question.
+            result = await ctx.session.send_request(
+                ElicitRequest(params=params),
+                ElicitResult,
+                request_read_timeout_seconds=question.timeout,
+                metadata=ServerMessageMetadata(related_request_id=ctx.request_id),
             )
         except MCPError as exc:
+            if exc.code == REQUEST_TIMEOUT:
+                return Reply(Answer.TIMEOUT, None, request_id)
             logger.info("Elicitation failed on the client side, treated as cancelled: %s", exc)
             return Reply(Answer.CANCEL, None, request_id)
-        return _reply(result, form, request_id)
+        return _reply(result, question.form, request_id)
 
     async def _ask_input_required(
         self, ctx: Context[Any, Any], classification: Classification, question: Question
