@@ -63,6 +63,45 @@ async def test_vacuum_into_an_allowed_path_asks_and_runs_when_approved(demo_db: 
     assert rows(target, "SELECT count(*) FROM invoices") == [(8,)]
 
 
+@pytest.mark.parametrize(
+    "template",
+    [
+        # SQLite ends a file name at a NUL: these URIs name {beside}, whatever follows the %00.
+        "VACUUM INTO 'file:{beside}%00/../backups/copy.db'",
+        "ATTACH 'file:{beside}%00/../backups/copy.db' AS other",
+        # The operating system follows the link before the `..`: this names {behind_link}.
+        "VACUUM INTO '{allowed}/elsewhere/../copy.db'",
+    ],
+)
+async def test_allowed_paths_cannot_be_left_by_a_nul_or_a_link(demo_db: Path, tmp_path: Path, template: str) -> None:
+    allowed = tmp_path / "backups"
+    allowed.mkdir()
+    beside = tmp_path / "copy.db"
+    behind_link = tmp_path / "outside" / "copy.db"
+    (tmp_path / "outside" / "deeper").mkdir(parents=True)
+    (allowed / "elsewhere").symlink_to(tmp_path / "outside" / "deeper")
+    responder = Responder()
+    async with connected(demo_db, responder, policy=Policy(allowed_paths=(allowed,))) as client:
+        query = template.format(beside=beside, allowed=allowed)
+        result = await client.call_tool("execute_query", {"query": query})
+    assert result.is_error
+    assert "not allowed" in result.content[0].text  # type: ignore[union-attr]
+    assert responder.asked == []
+    assert not beside.exists()
+    assert not behind_link.exists()
+    assert list(allowed.iterdir()) == [allowed / "elsewhere"]
+
+
+@pytest.mark.parametrize("name", ["file:copy.db%00", "file:%00"])
+async def test_a_file_name_that_ends_at_once_is_refused_plainly(demo_db: Path, name: str) -> None:
+    responder = Responder()
+    async with connected(demo_db, responder) as client:
+        result = await client.call_tool("execute_query", {"query": f"ATTACH '{name}' AS other"})
+    assert result.is_error
+    assert "not allowed" in result.content[0].text  # type: ignore[union-attr]
+    assert responder.asked == []
+
+
 async def test_attach_in_memory_asks(demo_db: Path) -> None:
     responder = Responder(action="decline")
     async with connected(demo_db, responder) as client:

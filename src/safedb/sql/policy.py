@@ -36,18 +36,21 @@ class DenyList:
         path = _file_path(name)
         if path is None:
             return name in _IN_MEMORY_NAMES or _is_memory_uri(name)
-        return any(path.is_relative_to(root.resolve()) for root in self.allowed_paths)
+        return any(path.is_relative_to(os.path.realpath(root)) for root in self.allowed_paths)
 
 
 def _file_path(name: str) -> Path | None:
-    """The file a SQLite file name refers to, or None for in-memory and unreadable names."""
+    """The file SQLite would open for a file name, or None for in-memory and unreadable names."""
     if name in _IN_MEMORY_NAMES or name == "?" or _is_memory_uri(name):
         return None
     if name.startswith("file:"):
         name = unquote(urlsplit(name).path)
-        if not name:
-            return None
-    return Path(os.path.abspath(name)).resolve()
+    # SQLite reads the name as a C string: a NUL (`%00` in a URI) ends it.
+    name = name.partition("\0")[0]
+    if not name:
+        return None
+    # As the operating system will: each symbolic link first, then the `..` after it.
+    return Path(os.path.realpath(name))
 
 
 def _is_memory_uri(name: str) -> bool:
