@@ -151,3 +151,37 @@ def test_a_locked_database_is_a_failure_not_an_invalid_statement(tmp_path: Path)
     finally:
         writer.close()
         inspector.close()
+
+
+def test_a_trigger_that_writes_sqlite_s_own_tables_is_shown_in_full(tmp_path: Path) -> None:
+    path = tmp_path / "bookkeeping.db"
+    connection = sqlite3.connect(path)
+    connection.executescript(
+        """
+        CREATE TABLE log (id INTEGER PRIMARY KEY AUTOINCREMENT, note TEXT);
+        CREATE TABLE plain (id INTEGER PRIMARY KEY AUTOINCREMENT, note TEXT);
+        INSERT INTO log (note) VALUES ('first');
+        ANALYZE;
+        CREATE TRIGGER log_rewrites AFTER INSERT ON log BEGIN
+            DELETE FROM sqlite_sequence WHERE name = 'log';
+            UPDATE sqlite_stat1 SET stat = '1000000 1';
+        END;
+        """
+    )
+    connection.close()
+    inspector = open_inspector(path)
+    try:
+        with inspector.session(5) as session:
+            shadow = shadow_table_names(session)
+            triggered = inspect_statement(session, "INSERT INTO log (note) VALUES ('x')", shadow)
+            plain = inspect_statement(session, "INSERT INTO plain (note) VALUES ('x')", shadow)
+    finally:
+        inspector.close()
+    touched = {(change.kind, change.target.name, change.via) for change in triggered.changes}
+    assert touched == {
+        (ChangeKind.INSERT, "log", None),
+        (ChangeKind.DELETE, "sqlite_sequence", "log_rewrites"),
+        (ChangeKind.UPDATE, "sqlite_stat1", "log_rewrites"),
+    }
+    # SQLite's own counting for AUTOINCREMENT is not a change of the statement's.
+    assert [(change.kind, change.target.name) for change in plain.changes] == [(ChangeKind.INSERT, "plain")]

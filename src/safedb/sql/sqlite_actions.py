@@ -144,6 +144,16 @@ WHOLE_STATEMENT = DatabaseObject(ObjectType.STATEMENT, "the statement")
 
 _ROW_ACTIONS = {Action.INSERT: ChangeKind.INSERT, Action.UPDATE: ChangeKind.UPDATE, Action.DELETE: ChangeKind.DELETE}
 
+SCHEMA_TABLES = frozenset({"sqlite_master", "sqlite_schema", "sqlite_temp_master", "sqlite_temp_schema"})
+"""The catalog tables, which SQLite itself updates while it loads or records the schema."""
+
+# What a virtual table module does to its shadow tables through statements of its own: read and write
+# their rows while it works, and drop or rename them with the virtual table (xDestroy, xRename).
+_SHADOW_ROW_ACTIONS = frozenset({Action.READ, Action.INSERT, Action.UPDATE, Action.DELETE})
+_SHADOW_MODULE_ACTIONS = _SHADOW_ROW_ACTIONS | {
+    Action.DROP_TABLE, Action.ALTER_TABLE, Action.CREATE_INDEX, Action.DROP_INDEX,
+}  # fmt: skip
+
 
 def pragma_only_reads(name: str | None, argument: str | None) -> bool:
     """True when `PRAGMA name[(argument)]` only reports and changes nothing."""
@@ -221,9 +231,10 @@ def classify_events(
     """Combine the engine's events, its compiled program and the parser's shape into one verdict.
 
     The statement is read-only only when all three agree: no writing event, no writing opcode, and a
-    statement form that only reads. Events on the shadow tables of virtual tables (`shadow_tables`,
-    from SQLite's catalog) that happen outside any trigger or view are the virtual table module's own
-    bookkeeping, reported when it first prepares its statements: they are left out.
+    statement form that only reads. Row reads and writes on the shadow tables of virtual tables
+    (`shadow_tables`, from SQLite's catalog) outside any trigger or view are the virtual table module's
+    own bookkeeping, reported when it first prepares its statements: they are left out. Anything else
+    that names a shadow table (dropping, altering or indexing it, a trigger on it) is the statement's own.
 
     `explain_only` marks a statement that SQLite will only list (`EXPLAIN ...`): its writes are never
     carried out, but pragmas still take effect while compiling.
@@ -236,7 +247,7 @@ def classify_events(
             raise TransactionControl(" ".join(part for part in (event.arg1, event.arg2) if part))
 
     program_writes = bool(write_opcodes)
-    events = [event for event in events if not is_shadow_bookkeeping(event, shadow_tables)]
+    events = [event for event in events if not _is_shadow_row_access(event, shadow_tables)]
     changes = [change for event in events if (change := _change_for(event, shape)) is not None]
     if explain_only:
         changes = [change for change in changes if change.kind is ChangeKind.PRAGMA]
@@ -306,12 +317,26 @@ def _program_changes(write_opcodes: list[str], found: list[Change], shape: State
 
 
 def is_shadow_bookkeeping(event: AuthorizerEvent, shadow_tables: frozenset[str]) -> bool:
-    """An event a virtual table module causes on its own shadow tables (never inside a trigger or view)."""
-    return event.source is None and (event.arg1 in shadow_tables or event.arg2 in shadow_tables)
+    """An event a virtual table module may cause on its own shadow tables while a statement runs (never
+    inside a trigger or view): row access, and dropping, renaming or indexing them with the virtual table."""
+    return (
+        event.source is None
+        and event.code in _SHADOW_MODULE_ACTIONS
+        and (event.arg1 in shadow_tables or event.arg2 in shadow_tables)
+    )
+
+
+def _is_shadow_row_access(event: AuthorizerEvent, shadow_tables: frozenset[str]) -> bool:
+    """Row access on a shadow table outside any trigger or view: what a module does while it prepares."""
+    return event.source is None and event.code in _SHADOW_ROW_ACTIONS and event.arg1 in shadow_tables
 
 
 def is_internal_table(name: str | None) -> bool:
     return (name or "").lower() in INTERNAL_TABLES
+
+
+def is_schema_table(name: str | None) -> bool:
+    return (name or "").lower() in SCHEMA_TABLES
 
 
 def _without_internal_bookkeeping(changes: list[Change], program_writes: bool) -> list[Change]:
@@ -319,9 +344,14 @@ def _without_internal_bookkeeping(changes: list[Change], program_writes: bool) -
 
     SQLite reports updates of sqlite_schema while it loads the schema or declares a virtual table,
     and while it records a CREATE or DROP; only the compiled program tells whether anything is
-    written. What other changes explain is left out; what nothing else explains is kept.
+    written. What other changes explain is left out; what nothing else explains is kept. Changes made
+    by a trigger or view are never SQLite's own: they are always kept.
     """
-    visible = [c for c in changes if not (c.target.type is ObjectType.TABLE and is_internal_table(c.target.name))]
+    visible = [
+        c
+        for c in changes
+        if not (c.target.type is ObjectType.TABLE and is_internal_table(c.target.name) and c.via is None)
+    ]
     if visible or not program_writes:
         return visible
     return changes

@@ -34,8 +34,8 @@ from safedb.sql.classification import ChangeKind, Classification, ObjectType
 from safedb.sql.sqlite_actions import (
     Action,
     AuthorizerEvent,
-    is_internal_table,
     is_read_event,
+    is_schema_table,
     is_shadow_bookkeeping,
 )
 
@@ -84,7 +84,7 @@ def approved_only(approved: Classification, shadow_tables: frozenset[str]) -> Au
     def authorize(code: int, arg1: str | None, arg2: str | None, schema: str | None, source: str | None) -> int:
         event = AuthorizerEvent(code, arg1, arg2, schema, source)
         # SQLite reports schema (re)loading as updates of its own catalog; they change nothing.
-        schema_load = code == Action.UPDATE and is_internal_table(arg1) and arg1 != "sqlite_sequence"
+        schema_load = code == Action.UPDATE and is_schema_table(arg1) and source is None
         vacuum_step = bool(vacuum_files) and (
             schema == VACUUM_SCHEMA or code == Action.TRANSACTION or (code == Action.ATTACH and arg1 in vacuum_files)
         )
@@ -94,7 +94,7 @@ def approved_only(approved: Classification, shadow_tables: frozenset[str]) -> Au
             and (
                 (arg1 or "").startswith(new_virtual_tables)
                 or (arg2 or "").startswith(new_virtual_tables)
-                or (is_internal_table(arg1) and arg1 != "sqlite_sequence")  # recording the shadow tables
+                or is_schema_table(arg1)  # recording the shadow tables
             )
         )
         pragma_step = code == Action.PRAGMA and (arg1 or "").lower() in pragmas
