@@ -19,6 +19,13 @@ ANALYZE;
 """
 
 
+@pytest.fixture
+def database(tmp_path: Path) -> Path:
+    path = tmp_path / "approved.db"
+    sqlite3.connect(path).executescript(SETUP)
+    return path
+
+
 def classified(path: Path, sql: str) -> Classification:
     inspector = open_inspector(path)
     try:
@@ -28,11 +35,9 @@ def classified(path: Path, sql: str) -> Classification:
         inspector.close()
 
 
-def test_a_trigger_the_approval_did_not_see_cannot_rewrite_sqlite_s_own_tables(tmp_path: Path) -> None:
-    path = tmp_path / "approved.db"
-    sqlite3.connect(path).executescript(SETUP)
-    approved = classified(path, "INSERT INTO log (note) VALUES ('x')")
-    writer = sqlite3.connect(path, isolation_level=None)
+def test_a_trigger_the_approval_did_not_see_cannot_rewrite_sqlite_s_own_tables(database: Path) -> None:
+    approved = classified(database, "INSERT INTO log (note) VALUES ('x')")
+    writer = sqlite3.connect(database, isolation_level=None)
     # A temporary trigger lives on one connection only: the one that classified the statement never saw it.
     writer.execute(
         "CREATE TEMP TRIGGER rewrite_stats AFTER INSERT ON main.log BEGIN UPDATE sqlite_stat1 SET stat = '1 1'; END"
@@ -47,11 +52,9 @@ def test_a_trigger_the_approval_did_not_see_cannot_rewrite_sqlite_s_own_tables(t
     writer.close()
 
 
-def test_an_approved_schema_change_still_records_itself_in_the_catalog(tmp_path: Path) -> None:
-    path = tmp_path / "approved.db"
-    sqlite3.connect(path).executescript(SETUP)
-    approved = classified(path, "CREATE TABLE extra (id INTEGER PRIMARY KEY)")
-    writer = sqlite3.connect(path, isolation_level=None)
+def test_an_approved_schema_change_still_records_itself_in_the_catalog(database: Path) -> None:
+    approved = classified(database, "CREATE TABLE extra (id INTEGER PRIMARY KEY)")
+    writer = sqlite3.connect(database, isolation_level=None)
     writer.set_authorizer(approved_only(approved, frozenset()))
     writer.execute(approved.statement)
     writer.set_authorizer(None)
