@@ -106,12 +106,10 @@ _WRITE_OPCODES = frozenset(
     }
 )  # fmt: skip
 
-INTERNAL_TABLES = frozenset(
-    {
-        "sqlite_master", "sqlite_schema", "sqlite_temp_master", "sqlite_temp_schema", "sqlite_sequence",
-        "sqlite_stat1", "sqlite_stat2", "sqlite_stat3", "sqlite_stat4",
-    }
-)  # fmt: skip
+SCHEMA_TABLES = frozenset({"sqlite_master", "sqlite_schema", "sqlite_temp_master", "sqlite_temp_schema"})
+"""The catalog tables, which SQLite itself updates while it loads or records the schema."""
+
+INTERNAL_TABLES = SCHEMA_TABLES | {"sqlite_sequence", "sqlite_stat1", "sqlite_stat2", "sqlite_stat3", "sqlite_stat4"}
 
 _CREATE_DROP = {
     Action.CREATE_INDEX: (ChangeKind.CREATE, ObjectType.INDEX),
@@ -144,11 +142,8 @@ WHOLE_STATEMENT = DatabaseObject(ObjectType.STATEMENT, "the statement")
 
 _ROW_ACTIONS = {Action.INSERT: ChangeKind.INSERT, Action.UPDATE: ChangeKind.UPDATE, Action.DELETE: ChangeKind.DELETE}
 
-SCHEMA_TABLES = frozenset({"sqlite_master", "sqlite_schema", "sqlite_temp_master", "sqlite_temp_schema"})
-"""The catalog tables, which SQLite itself updates while it loads or records the schema."""
-
 # What a virtual table module does to its shadow tables through statements of its own: read and write
-# their rows while it works, and drop or rename them with the virtual table (xDestroy, xRename).
+# their rows while it works, and drop, rename or index them along with the virtual table (xDestroy, xRename).
 _SHADOW_ROW_ACTIONS = frozenset({Action.READ, Action.INSERT, Action.UPDATE, Action.DELETE})
 _SHADOW_MODULE_ACTIONS = _SHADOW_ROW_ACTIONS | {
     Action.DROP_TABLE, Action.ALTER_TABLE, Action.CREATE_INDEX, Action.DROP_INDEX,
