@@ -75,6 +75,15 @@ def ratio(numerator: float | None, denominator: float | None) -> float:
     return numerator / denominator
 
 
+def round_ratios(scenario: dict[str, Any], metric: str) -> list[float]:
+    """SafeDB/reference round by round. The two servers of a round are measured back to back, so the spread
+    of these ratios shows how far the machine's own drift moves a comparison."""
+    rounds = scenario["rounds"]
+    pairs = zip(rounds.get(SAFEDB, []), rounds.get(REFERENCE, []), strict=False)
+    values = [ratio(ours.get(metric), theirs.get(metric)) for ours, theirs in pairs]
+    return [value for value in values if not math.isnan(value)]
+
+
 @dataclass(frozen=True)
 class TargetStatus:
     target: str
@@ -106,7 +115,9 @@ def evaluate_targets(results: dict[str, Any], full: dict[str, Any]) -> list[Targ
             safedb, reference = _value(scenario, SAFEDB, metric), _value(scenario, REFERENCE, metric)
             value = ratio(safedb, reference)
             verdicts.append(value >= minimum)
-            parts.append(f"{name}: {value:.2f}x ({safedb:,.0f} vs {reference:,.0f})")
+            spread = round_ratios(scenario, metric)
+            rounds = f"; single rounds {min(spread):.2f}x to {max(spread):.2f}x" if len(spread) > 1 else ""
+            parts.append(f"{name}: {value:.2f}x ({safedb:,.0f} vs {reference:,.0f}{rounds})")
         statuses.append(_status(title, verdicts, parts))
 
     reads = ["read-2025", "read-2026", "read-new-2025", "read-new-2026"]
@@ -204,6 +215,7 @@ def markdown(results: dict[str, Any]) -> str:
     meta = results["meta"]
     machine = meta["machine"]
     servers = meta["servers"]
+    closed_loop_rounds = meta["plan"].get("closed_loop_rounds", meta["plan"]["rounds"])  # older files: one count
     lines = [
         "# Benchmarks",
         "",
@@ -211,8 +223,10 @@ def markdown(results: dict[str, Any]) -> str:
         "(about 30 minutes; `--quick` for a smoke test that writes elsewhere); do not edit by hand. Raw numbers, "
         "every round included: `bench/results/latest.json` (`python -m bench.report` renders this page from it).",
         "",
-        f"- Date: {meta['date']}; mode: {meta['mode']}; rounds per server: {meta['plan']['rounds']} "
-        "(servers measured alternately: A B A B); every figure is the median over the rounds.",
+        f"- Date: {meta['date']}; mode: {meta['mode']}; rounds per server: {closed_loop_rounds} for the read and "
+        f"elicitation rates, {meta['plan']['rounds']} for the others (servers measured alternately, the order "
+        "swapped every round: A B, B A). Every figure is the median over the rounds; a rate target also shows the "
+        "range of the ratios of single rounds, which is how much the machine's drift moves a comparison.",
         f"- Machine: {machine['cpu']}, {machine['cores']} cores, {machine['memory_gib']:.1f} GiB RAM, "
         f"Linux {machine['kernel']}, {machine['filesystem']} work directory; Python {machine['python']}, "
         + ", ".join(f"{name} {version}" for name, version in machine["packages"].items())

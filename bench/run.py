@@ -5,8 +5,9 @@
 
 Both servers run as subprocesses on free loopback ports over one fresh copy of a demo-like database (the
 demo tables, a scratch table, and large tables). Each scenario is measured on every server in turn,
-`rounds` times (A B A B). Scenarios that measure memory start new server processes for every
-measurement; the others start them once per scenario.
+round after round (A B, B A, A B...): five rounds for the read and elicitation rates, two for the rest.
+Scenarios that measure memory start new server processes for every measurement; the others start them
+once per scenario.
 """
 
 from __future__ import annotations
@@ -132,8 +133,9 @@ class Runner:
                 shared = {}
             else:
                 shared = {kind.name: self._start(per_scenario, kind) for kind in self.kinds}
-            for number in range(self.plan.rounds):
-                for kind in self.kinds:
+            for number in range(scenario.rounds):
+                # A B, then B A: a drift of the machine's speed during the scenario favours neither server.
+                for kind in self.kinds if number % 2 == 0 else self.kinds[::-1]:
                     with contextlib.ExitStack() as own:
                         server = shared.get(kind.name) or self._start(own, kind)
                         started = time.perf_counter()
@@ -215,14 +217,18 @@ async def run(plan: Plan, mode: str, only: list[str]) -> dict[str, Any]:
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="tiny counts: a smoke test of the whole pipeline")
-    parser.add_argument("--rounds", type=int, help="measurements per server and scenario (default: 2; quick: 1)")
+    parser.add_argument(
+        "--rounds",
+        type=int,
+        help="measurements per server and scenario (default: 5 for read and elicitation, 2 for the others; quick: 1)",
+    )
     parser.add_argument("--only", nargs="*", default=[], help="run only scenarios whose name starts with these")
     parser.add_argument("--json", type=Path, help="where to write the results (default by mode)")
     parser.add_argument("--markdown", type=Path, help="where to write the Markdown page (default by mode)")
     args = parser.parse_args(argv)
     plan = scenarios.QUICK if args.quick else scenarios.FULL
     if args.rounds is not None:
-        plan = Plan(**{**asdict(plan), "rounds": args.rounds})
+        plan = Plan(**{**asdict(plan), "rounds": args.rounds, "closed_loop_rounds": args.rounds})
     mode = "quick" if args.quick else "full"
     results_dir = Path(__file__).resolve().parent / "results"
     json_path = args.json or results_dir / ("quick.json" if args.quick else "latest.json")

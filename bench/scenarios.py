@@ -32,6 +32,10 @@ class Plan:
     large_min_calls: int = 3
     large_max_calls: int = 50
     rounds: int = 2
+    """Measurements per server of the memory and large-result scenarios, whose figures vary little."""
+    closed_loop_rounds: int = 5
+    """Measurements per server of the read and elicitation scenarios: rates on a shared machine drift by
+    tens of percent from one minute to the next, so these take more rounds."""
     fresh_servers: bool = True
     """Memory scenarios start new server processes for every measurement; False keeps one set for the run."""
 
@@ -54,6 +58,7 @@ QUICK = Plan(
     large_min_calls=1,
     large_max_calls=3,
     rounds=1,
+    closed_loop_rounds=1,
     fresh_servers=False,
 )
 
@@ -75,6 +80,7 @@ class Scenario:
     params: dict[str, Any]
     run: Callable[[Target], Awaitable[Metrics]]
     headlines: tuple[Headline, ...]
+    rounds: int
     fresh_server: bool = False
     """Start new server processes for every measurement (memory scenarios), instead of one per scenario."""
     ratios: tuple[str, ...] = field(default=())
@@ -137,6 +143,7 @@ def build(plan: Plan) -> list[Scenario]:
                      "new_statements": new_statements},
                     read,
                     _READ_HEADLINES,
+                    plan.closed_loop_rounds,
                 )
             )  # fmt: skip
     for era in (HANDSHAKE_VERSION, MODERN_VERSION):
@@ -155,6 +162,7 @@ def build(plan: Plan) -> list[Scenario]:
                 {"era": era, "workers": plan.elicit_workers, "seconds": plan.elicit_seconds},
                 elicit,
                 _ELICIT_HEADLINES,
+                plan.closed_loop_rounds,
             )
         )
     for count in plan.waiting_modern:
@@ -172,6 +180,7 @@ def build(plan: Plan) -> list[Scenario]:
                 {"era": MODERN_VERSION, "waiting": count, "concurrency": plan.waiting_concurrency},
                 wait_modern,
                 _WAITING_HEADLINES,
+                plan.rounds,
                 fresh_server=True,
             )
         )
@@ -190,6 +199,7 @@ def build(plan: Plan) -> list[Scenario]:
                 {"era": HANDSHAKE_VERSION, "waiting": count, "concurrency": plan.waiting_concurrency},
                 wait_handshake,
                 _WAITING_HEADLINES,
+                plan.rounds,
                 fresh_server=True,
             )
         )
@@ -215,6 +225,7 @@ def build(plan: Plan) -> list[Scenario]:
                     {"era": HANDSHAKE_VERSION, "rows": rows, "shape": shape, "query": query},
                     large,
                     _LARGE_HEADLINES,
+                    plan.rounds,
                     fresh_server=True,
                 )
             )
