@@ -113,6 +113,17 @@ async def test_approved_statements_outside_a_transaction_block_run(pg: PgDatabas
     )
 
 
+async def test_an_approved_statement_runs_exactly_as_written_after_non_ascii_text(pg: PgDatabase) -> None:
+    """Sliced as bytes, this statement ran as `... OR id > 1` and deleted row 2."""
+    database = pg.open()
+    try:
+        outcome = await database.write(await database.classify("DELETE FROM notes WHERE body = 'Zoëë' OR id > 100;"))
+    finally:
+        await database.aclose()
+    assert outcome.rows_affected == 0
+    assert pg.rows("SELECT id FROM notes ORDER BY id") == [(1,), (2,)]
+
+
 async def test_session_state_of_an_approved_statement_does_not_outlive_the_call(pg: PgDatabase) -> None:
     database = pg.open(QueryLimits())
     try:

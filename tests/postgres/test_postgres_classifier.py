@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import pytest
 
 from safedb.errors import (
@@ -13,7 +16,7 @@ from safedb.errors import (
     TransactionControl,
 )
 from safedb.sql.classification import ChangeKind as K
-from safedb.sql.postgres_classifier import analyze_statement
+from safedb.sql.postgres_classifier import MAX_STATEMENT_CHARS, analyze_statement
 from safedb.sql.postgres_functions import CatalogFunction, FunctionRef, function_changes
 
 TREE_CASES = [
@@ -192,6 +195,35 @@ def test_functions_behind_views_are_judged() -> None:
 def test_statement_text_drops_surrounding_semicolons() -> None:
     assert analyze_statement("  SELECT 1 ;;  ").text == "SELECT 1"
     assert analyze_statement("/* lead */ SELECT 'a;b' -- tail").text == "SELECT 'a;b' -- tail"
+
+
+def test_statement_text_is_whole_after_text_of_several_bytes_a_character() -> None:
+    """The parser places statements in characters: text sliced as bytes lost its end (`id > 1`)."""
+    sql = "DELETE FROM invoices WHERE status = 'Zoëë' OR id > 100;"
+    assert analyze_statement(sql).text == sql.removesuffix(";")
+    assert analyze_statement("/*ééé*/SELECT 'ü'").text == "SELECT 'ü'"
+
+
+def test_a_nul_character_is_refused_because_everything_after_it_would_be_ignored() -> None:
+    with pytest.raises(InvalidStatement, match="NUL"):
+        analyze_statement("DELETE FROM invoices\x00 WHERE id = 3")
+
+
+def test_a_deeply_nested_expression_is_classified_without_crashing_the_process() -> None:
+    """Some 25,000 nested `+` used to overflow the C stack of the parser (a segfault, in the server)."""
+    script = (
+        "from safedb.sql.postgres_classifier import analyze_statement\n"
+        "statement = analyze_statement('SELECT 1' + ' + 1' * 25_000)\n"
+        "print(statement.classification.read_only, len(statement.text))\n"
+    )
+    completed = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=False)
+    assert completed.returncode == 0, completed.stderr
+    assert completed.stdout.split() == ["True", str(len("SELECT 1") + 4 * 25_000)]
+
+
+def test_a_statement_past_the_length_limit_is_refused_plainly() -> None:
+    with pytest.raises(InvalidStatement, match="1,000,000 characters"):
+        analyze_statement("SELECT 1" + " " * MAX_STATEMENT_CHARS)
 
 
 @pytest.mark.parametrize(
