@@ -55,7 +55,7 @@ def _shape(sql: str, dialect: str) -> StatementShape:
     try:
         # A trailing `;` followed by a comment parses as an empty Semicolon statement holding the comment.
         statements = [s for s in sqlglot.parse(sql, read=dialect) if s is not None and not isinstance(s, exp.Semicolon)]
-    except SqlglotError:
+    except (SqlglotError, RecursionError):  # sqlglot recurses some 20 frames for each nested parenthesis
         return _unparsed(sql, dialect)
     if len(statements) != 1:
         return _unparsed(sql, dialect)
