@@ -35,6 +35,34 @@ async def test_the_engine_refuses_writes_on_the_read_path_even_when_misclassifie
     assert pg.rows("SELECT last_value, is_called FROM tickets") == [(1, False)]
 
 
+async def test_a_read_leaves_nothing_behind_even_when_a_function_it_calls_has_side_effects(pg: PgDatabase) -> None:
+    """A STABLE label is not enforced: this function locks, changes a setting and notifies. The read's
+    transaction rolls back (no setting, no notification) and its connection releases session locks."""
+    with pg.server.connect(pg.name, WRITER) as owner:
+        owner.execute(
+            "CREATE OR REPLACE FUNCTION quiet_read(integer) RETURNS integer LANGUAGE plpgsql STABLE AS $$ BEGIN "
+            "PERFORM pg_advisory_lock($1); PERFORM set_config('search_path', 'pg_catalog', false); "
+            "PERFORM pg_notify('reads', 'sent'); RETURN $1; END $$"
+        )
+    notifications: list[psycopg.Notify] = []
+    with pg.server.connect(pg.name) as listener:
+        listener.add_notify_handler(notifications.append)
+        listener.execute("LISTEN reads")
+        database = pg.open(QueryLimits())
+        try:
+            read = await database.read(Classification(statement="SELECT quiet_read(5151)"))
+            after = await database.read(Classification(statement="SELECT current_setting('search_path')"))
+            locks = pg.rows("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND objid = 5151")
+        finally:
+            await database.aclose()
+        await anyio.sleep(0.2)
+        listener.execute("SELECT 1")  # takes in any notification that arrived
+    assert read.rows == ((5151,),)
+    assert locks == [(0,)]
+    assert notifications == []
+    assert after.rows != (("pg_catalog",),)
+
+
 async def test_read_path_refuses_a_forged_multi_statement_string(pg: PgDatabase) -> None:
     database = pg.open()
     try:

@@ -27,6 +27,7 @@ from safedb.db.postgres.connections import (
     Connection,
     Pools,
     describe_dsn,
+    read_transaction,
     set_statement_timeout,
     translated_errors,
 )
@@ -75,7 +76,7 @@ class PostgresDatabase:
             return statement.classification
         seconds = self.limits.statement_timeout
         with _client_deadline(seconds):
-            async with self._pools.reader() as connection, translated_errors(seconds), connection.transaction():
+            async with self._pools.reader() as connection, translated_errors(seconds), read_transaction(connection):
                 await set_statement_timeout(connection, seconds)
                 facts = await catalog.function_facts(
                     connection, [ref.name for ref in statement.functions], statement.operators, statement.relations
@@ -93,7 +94,7 @@ class PostgresDatabase:
             async with (
                 self._pools.reader() as connection,
                 translated_errors(seconds, statement_errors_refuse=True),
-                connection.transaction(),
+                read_transaction(connection),
             ):
                 await set_statement_timeout(connection, seconds)
                 return await self._read_rows(connection, statement)
@@ -146,14 +147,14 @@ class PostgresDatabase:
     async def list_tables(self) -> list[TableInfo]:
         seconds = self.limits.statement_timeout
         with _client_deadline(seconds):
-            async with self._pools.reader() as connection, translated_errors(seconds), connection.transaction():
+            async with self._pools.reader() as connection, translated_errors(seconds), read_transaction(connection):
                 await set_statement_timeout(connection, seconds)
                 return [TableInfo(r.display_name, r.type) for r in await catalog.relations(connection)]
 
     async def describe_table(self, name: str) -> TableDescription | None:
         seconds = self.limits.statement_timeout
         with _client_deadline(seconds):
-            async with self._pools.reader() as connection, translated_errors(seconds), connection.transaction():
+            async with self._pools.reader() as connection, translated_errors(seconds), read_transaction(connection):
                 await set_statement_timeout(connection, seconds)
                 found = [
                     r for r in await catalog.relations(connection) if name in (r.display_name, f"{r.schema}.{r.name}")

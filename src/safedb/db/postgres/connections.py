@@ -1,7 +1,8 @@
 """Pooled psycopg connections with their guards, time limits and error translation.
 
-Two pools: readers (the read-only DSN; every session has `default_transaction_read_only = on` and
-every transaction is opened `READ ONLY`) and writers (the writer DSN; used only for approved
+Two pools: readers (the read-only DSN; every session has `default_transaction_read_only = on`, every
+transaction is opened `READ ONLY` and rolled back, and session advisory locks are released whenever a
+connection goes back to the pool, so a read leaves nothing behind) and writers (the writer DSN; used only for approved
 statements and rolled-back dry runs, and reset with `DISCARD ALL` whenever a connection goes back
 to the pool, so nothing an approved statement does to its session outlives the call).
 Pools open lazily, on first use, inside the event loop that uses them.
@@ -12,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any
 
 import psycopg
@@ -68,6 +69,17 @@ async def _configure_reader(connection: Connection) -> None:
     await connection.set_read_only(True)
 
 
+def read_transaction(connection: Connection) -> AbstractAsyncContextManager[Any]:
+    """A transaction on a reader that always rolls back: whatever a function called by a read did that
+    PostgreSQL undoes on rollback (a `set_config`, a `pg_notify`) never happens for anyone else."""
+    return connection.transaction(force_rollback=True)
+
+
+async def _reset_reader(connection: Connection) -> None:
+    """Release session advisory locks: the one thing a rolled-back read-only transaction can leave behind."""
+    await connection.execute("SELECT pg_advisory_unlock_all()")
+
+
 async def _reset_writer(connection: Connection) -> None:
     """Forget everything an approved statement did to the session: settings, role, locks, listeners..."""
     await connection.execute("DISCARD ALL")
@@ -83,7 +95,7 @@ def _pool(dsn: str, size: int, name: str, *, reader: bool) -> AsyncConnectionPoo
         timeout=CONNECT_SECONDS,
         kwargs={"autocommit": True, "prepare_threshold": None, "connect_timeout": int(CONNECT_SECONDS)},
         configure=_configure_reader if reader else _configure_json,
-        reset=None if reader else _reset_writer,
+        reset=_reset_reader if reader else _reset_writer,
     )
 
 

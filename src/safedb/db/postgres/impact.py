@@ -17,7 +17,13 @@ import anyio
 import psycopg
 
 from safedb.db.backend import Impact, QueryLimits
-from safedb.db.postgres.connections import CLIENT_GRACE_SECONDS, Connection, Pools, set_statement_timeout
+from safedb.db.postgres.connections import (
+    CLIENT_GRACE_SECONDS,
+    Connection,
+    Pools,
+    read_transaction,
+    set_statement_timeout,
+)
 from safedb.sql.classification import ChangeKind, Classification, DatabaseObject, ObjectType
 from safedb.sql.postgres_classifier import PostgresStatement
 
@@ -102,7 +108,7 @@ async def _obstacles(
     pools: Pools, classification: Classification, uses_default: bool, seconds: float
 ) -> list[_Obstacle]:
     found: list[_Obstacle] = []
-    async with pools.reader() as connection, connection.transaction():
+    async with pools.reader() as connection, read_transaction(connection):
         await set_statement_timeout(connection, seconds)
         cursor = await connection.execute(_OBSTACLES_SQL, {"targets": _quoted_targets(classification)})
         for name, kind, is_target, triggers, rules, sequences in await cursor.fetchall():
@@ -168,7 +174,7 @@ async def _object_lines(pools: Pools, classification: Classification, seconds: f
     if not changes:
         return []
     lines = []
-    async with pools.reader() as connection, connection.transaction():
+    async with pools.reader() as connection, read_transaction(connection):
         await set_statement_timeout(connection, seconds)
         for change in changes:
             line = await _object_line(connection, change.kind, change.target)
