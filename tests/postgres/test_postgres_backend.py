@@ -182,6 +182,42 @@ async def test_preview_never_advances_a_sequence(pg: PgDatabase) -> None:
     assert pg.rows("SELECT count(*) FROM accounts") == [(3,)]
 
 
+async def test_preview_never_advances_a_sequence_through_a_function_or_a_cascade(pg: PgDatabase) -> None:
+    """Sequences reached through a function in a default, a function labelled STABLE, or a foreign key
+    that sets rows to their default: each preview falls back to the planner's estimate."""
+    with pg.server.connect(pg.name, WRITER) as owner:
+        for statement in (
+            "CREATE SEQUENCE hidden_ids",
+            "CREATE FUNCTION next_hidden() RETURNS bigint LANGUAGE sql VOLATILE AS $$ SELECT nextval('hidden_ids') $$",
+            "CREATE FUNCTION hidden_stable() RETURNS bigint LANGUAGE plpgsql STABLE AS "
+            "$$ BEGIN RETURN nextval('hidden_ids'); END $$",
+            "CREATE TABLE numbered (id bigint DEFAULT next_hidden(), label text)",
+            "CREATE TABLE parents (id integer PRIMARY KEY)",
+            "INSERT INTO parents VALUES (0), (1)",
+            "CREATE TABLE children (id integer, parent integer DEFAULT nextval('hidden_ids') % 1 "
+            "REFERENCES parents ON DELETE SET DEFAULT)",
+            "INSERT INTO children VALUES (1, 1)",
+        ):
+            owner.execute(statement.encode())
+    before = pg.rows("SELECT last_value, is_called FROM hidden_ids")
+    database = pg.open()
+    try:
+        previews = [
+            await database.preview(await database.classify(sql))
+            for sql in (
+                "INSERT INTO numbered (label) VALUES ('x')",
+                "UPDATE notes SET body = body WHERE hidden_stable() > 0",
+                "DELETE FROM parents WHERE id = 1",
+            )
+        ]
+    finally:
+        await database.aclose()
+    assert pg.rows("SELECT last_value, is_called FROM hidden_ids") == before
+    assert [preview.rows_affected for preview in previews] == [None, None, None]
+    assert all("planner's estimate" in preview.lines[0] for preview in previews)
+    assert pg.rows("SELECT parent FROM children") == [(1,)]
+
+
 async def test_preview_is_bounded_by_its_time_limit(pg: PgDatabase) -> None:
     database = pg.open(QueryLimits(preview_timeout=0.3))
     try:

@@ -1,10 +1,11 @@
 """The impact preview: rows a data change would affect (a dry run that is rolled back), sizes for DDL.
 
 A dry run is only made when rolling it back undoes everything: plain INSERT/UPDATE/DELETE/MERGE on
-ordinary tables that call no function with effects of its own, fire no user trigger or rule (on the
-target or on any table a foreign key cascades to), and, when column defaults are written, draw no value
-from a sequence (a sequence never rolls back). Otherwise the planner's estimate is shown instead. Every
-query here runs within the preview time limit.
+ordinary tables that call no user-defined function (directly, through an operator, a view or a
+policy), fire no user trigger or rule (on the target or on any table a foreign key cascades to), and,
+where column defaults are computed (rows written, rows a foreign key sets to default), draw no value
+from a sequence and call no user-defined function (a sequence never rolls back). Otherwise the
+planner's estimate is shown instead. Every query here runs within the preview time limit.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import anyio
 import psycopg
 
 from safedb.db.backend import Impact, QueryLimits
+from safedb.db.postgres import catalog
 from safedb.db.postgres.connections import (
     CLIENT_GRACE_SECONDS,
     Connection,
@@ -57,9 +59,14 @@ SELECT c.oid::regclass::text, c.relkind::text, c.oid IN (SELECT oid FROM targets
        c.relhasrules,
        EXISTS (SELECT 1 FROM pg_attribute a LEFT JOIN pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum
                WHERE a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped
-                 AND (a.attidentity <> '' OR pg_get_expr(d.adbin, d.adrelid) ~ 'nextval\\('))
+                 AND (a.attidentity <> '' OR pg_get_expr(d.adbin, d.adrelid) ~ 'nextval\\('
+                      OR EXISTS (SELECT 1 FROM pg_depend dep WHERE dep.classid = 'pg_attrdef'::regclass
+                                 AND dep.objid = d.oid AND dep.refclassid = 'pg_proc'::regclass))),
+       EXISTS (SELECT 1 FROM pg_constraint con WHERE con.conrelid = c.oid AND con.contype = 'f'
+               AND 'd' IN (con.confdeltype, con.confupdtype))
 FROM closure JOIN pg_class c ON c.oid = closure.oid
 """
+_SYSTEM_SCHEMAS = frozenset({"pg_catalog", "information_schema"})
 
 _SIZE_SQL = """
 SELECT c.relkind::text, pg_total_relation_size(c.oid), c.reltuples::bigint FROM pg_class c
@@ -105,21 +112,35 @@ def _quoted(target: DatabaseObject) -> str:
 
 
 async def _obstacles(
-    pools: Pools, classification: Classification, uses_default: bool, seconds: float
+    pools: Pools, statement: PostgresStatement, classification: Classification, seconds: float
 ) -> list[_Obstacle]:
     found: list[_Obstacle] = []
     async with pools.reader() as connection, read_transaction(connection):
         await set_statement_timeout(connection, seconds)
         cursor = await connection.execute(_OBSTACLES_SQL, {"targets": _quoted_targets(classification)})
-        for name, kind, is_target, triggers, rules, sequences in await cursor.fetchall():
+        for name, kind, is_target, triggers, rules, volatile_defaults, sets_defaults in await cursor.fetchall():
             if is_target and kind not in ("r", "p"):
                 found.append(_Obstacle(name, "it is not an ordinary table"))
             if triggers:
                 found.append(_Obstacle(name, "it has triggers"))
             if rules:
                 found.append(_Obstacle(name, "it has rules"))
-            if is_target and sequences and uses_default:
-                found.append(_Obstacle(name, "a column default draws from a sequence, which a rollback does not undo"))
+            # Defaults are computed for the statement's own rows, and for rows a foreign key sets to default.
+            if volatile_defaults and ((is_target and statement.uses_default) or sets_defaults):
+                found.append(
+                    _Obstacle(
+                        name,
+                        "a column default draws from a sequence or calls a user-defined function, which a rollback "
+                        "may not undo",
+                    )
+                )
+        # A function's volatility label is not enforced: a `STABLE` one may still advance a sequence.
+        functions = await catalog.function_facts(
+            connection, [ref.name for ref in statement.functions], statement.operators, statement.relations
+        )
+        for function in functions:
+            if function.schema not in _SYSTEM_SCHEMAS:
+                found.append(_Obstacle(function.name, "a user-defined function, which a rollback may not undo"))
     return found
 
 
@@ -127,7 +148,7 @@ async def _data_impact(
     pools: Pools, statement: PostgresStatement, classification: Classification, seconds: float
 ) -> Impact:
     verbs = ", ".join(str(kind) for kind in classification.kinds)
-    obstacles = await _obstacles(pools, classification, statement.uses_default, seconds)
+    obstacles = await _obstacles(pools, statement, classification, seconds)
     if obstacles:
         reasons = "; ".join(f"{o.relation}: {o.reason}" for o in obstacles)
         estimate = await _planner_estimate(pools, statement, seconds)
