@@ -218,6 +218,36 @@ async def test_preview_never_advances_a_sequence_through_a_function_or_a_cascade
     assert pg.rows("SELECT parent FROM children") == [(1,)]
 
 
+async def test_preview_names_the_tables_foreign_keys_carry_a_change_to(pg: PgDatabase) -> None:
+    with pg.server.connect(pg.name, WRITER) as owner:
+        for statement in (
+            "CREATE TABLE clients (id integer PRIMARY KEY)",
+            "CREATE TABLE bills (id integer PRIMARY KEY, client integer REFERENCES clients ON DELETE CASCADE)",
+            "CREATE TABLE bill_lines (bill integer REFERENCES bills ON DELETE CASCADE ON UPDATE CASCADE)",
+            "CREATE TABLE contacts (client integer REFERENCES clients ON DELETE SET NULL)",
+            "CREATE TABLE visits (client integer REFERENCES clients)",
+            "INSERT INTO clients VALUES (1)",
+        ):
+            owner.execute(statement.encode())
+    database = pg.open()
+    try:
+        delete, update, truncate = [
+            await database.preview(await database.classify(sql))
+            for sql in ("DELETE FROM clients WHERE id = 1", "UPDATE bills SET id = 2", "TRUNCATE clients CASCADE")
+        ]
+    finally:
+        await database.aclose()
+    assert (
+        delete.lines[-1]
+        == "Foreign keys carry the delete on to: bill_lines (CASCADE), bills (CASCADE), contacts (SET NULL)."
+    )
+    assert update.lines[-1] == "If it changes a referenced key, foreign keys carry it on to: bill_lines (CASCADE)."
+    assert truncate.lines[-1] == (
+        "With CASCADE it also empties the tables that reference it: bill_lines, bills, contacts, visits."
+    )
+    assert pg.rows("SELECT count(*) FROM clients") == [(1,)]
+
+
 async def test_preview_is_bounded_by_its_time_limit(pg: PgDatabase) -> None:
     database = pg.open(QueryLimits(preview_timeout=0.3))
     try:

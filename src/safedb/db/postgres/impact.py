@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import anyio
 import psycopg
@@ -68,6 +68,49 @@ FROM closure JOIN pg_class c ON c.oid = closure.oid
 """
 _SYSTEM_SCHEMAS = frozenset({"pg_catalog", "information_schema"})
 
+# Tables a foreign key carries the change to. Deletes travel on through ON DELETE CASCADE; updates of a
+# key through ON UPDATE CASCADE (whether the statement changes a key is not known: "may"); TRUNCATE ...
+# CASCADE empties every table that references an emptied one, whatever the key's action.
+_CASCADE_SQL = """
+WITH RECURSIVE reached(oid, action) AS (
+    SELECT con.conrelid, con.{action}::text FROM pg_constraint con
+    WHERE con.contype = 'f' AND con.{action} = ANY(%(actions)s::text[])
+      AND con.confrelid IN (SELECT to_regclass(name) FROM unnest(%(targets)s::text[]) AS name)
+    UNION
+    SELECT con.conrelid, con.{action}::text FROM reached JOIN pg_constraint con ON con.confrelid = reached.oid
+    WHERE con.contype = 'f' AND con.{action} = ANY(%(actions)s::text[]) AND reached.action = ANY(%(onward)s::text[])
+)
+SELECT oid::regclass::text, string_agg(DISTINCT action, '') FROM reached GROUP BY 1 ORDER BY 1
+"""
+_ACTION_NAMES = {"a": "NO ACTION", "r": "RESTRICT", "c": "CASCADE", "n": "SET NULL", "d": "SET DEFAULT"}
+_CHANGING_ACTIONS = ["c", "n", "d"]
+
+
+@dataclass(frozen=True)
+class _Cascade:
+    action_column: str
+    actions: list[str]
+    """The key actions that carry the change to the referencing table..."""
+    onward: list[str]
+    """...and those that carry it on from there."""
+    message: str
+    show_actions: bool = True
+
+
+_CASCADES = {
+    ChangeKind.DELETE: _Cascade("confdeltype", _CHANGING_ACTIONS, ["c"], "Foreign keys carry the delete on to: {}."),
+    ChangeKind.UPDATE: _Cascade(
+        "confupdtype", _CHANGING_ACTIONS, ["c"], "If it changes a referenced key, foreign keys carry it on to: {}."
+    ),
+    ChangeKind.TRUNCATE: _Cascade(
+        "confdeltype",
+        list(_ACTION_NAMES),
+        list(_ACTION_NAMES),
+        "With CASCADE it also empties the tables that reference it: {}.",
+        show_actions=False,
+    ),
+}
+
 _SIZE_SQL = """
 SELECT c.relkind::text, pg_total_relation_size(c.oid), c.reltuples::bigint FROM pg_class c
 WHERE c.oid = to_regclass(%(name)s)
@@ -93,8 +136,11 @@ async def measure_impact(
     try:
         with anyio.fail_after(seconds + CLIENT_GRACE_SECONDS):
             if classification.kinds and set(classification.kinds) <= _DRY_RUN_KINDS:
-                return await _data_impact(pools, statement, classification, seconds)
-            return Impact(lines=tuple(await _object_lines(pools, classification, seconds)))
+                impact = await _data_impact(pools, statement, classification, seconds)
+            else:
+                impact = Impact(lines=tuple(await _object_lines(pools, classification, seconds)))
+            cascades = await _cascade_lines(pools, classification, seconds)
+            return replace(impact, lines=(*impact.lines, *cascades))
     except TimeoutError:
         return Impact(lines=(f"Impact preview: not finished within the {seconds:g} s time limit.",))
     except psycopg.Error as exc:
@@ -165,6 +211,29 @@ async def _data_impact(
         rows = max(cursor.rowcount, 0)
     line = f"{_rows(rows)} would be affected ({verbs}), measured by a dry run that was rolled back."
     return Impact(lines=(line,), rows_affected=rows)
+
+
+async def _cascade_lines(pools: Pools, classification: Classification, seconds: float) -> list[str]:
+    """The tables foreign keys carry a DELETE, an UPDATE or a TRUNCATE to, which the statement does not name."""
+    lines = []
+    async with pools.reader() as connection, read_transaction(connection):
+        await set_statement_timeout(connection, seconds)
+        for kind, cascade in _CASCADES.items():
+            changed = (change.target for change in classification.changes if change.kind is kind)
+            targets = [_quoted(target) for target in changed if target.type is ObjectType.TABLE]
+            if not targets:
+                continue
+            cursor = await connection.execute(
+                _CASCADE_SQL.format(action=cascade.action_column),
+                {"targets": targets, "actions": cascade.actions, "onward": cascade.onward},
+            )
+            reached = [
+                f"{name} ({', '.join(_ACTION_NAMES[a] for a in actions)})" if cascade.show_actions else name
+                for name, actions in await cursor.fetchall()
+            ]
+            if reached:
+                lines.append(cascade.message.format(", ".join(reached)))
+    return lines
 
 
 async def _planner_estimate(pools: Pools, statement: PostgresStatement, seconds: float) -> int | None:
