@@ -63,6 +63,33 @@ async def test_a_read_leaves_nothing_behind_even_when_a_function_it_calls_has_si
     assert after.rows != (("pg_catalog",),)
 
 
+async def test_operators_and_aggregates_are_judged_by_the_functions_behind_them(pg: PgDatabase) -> None:
+    """PostgreSQL records every aggregate as immutable, and an operator hides its function: both ask when
+    what runs underneath is volatile."""
+    with pg.server.connect(pg.name, WRITER) as owner:
+        for statement in (
+            "CREATE FUNCTION noisy_plus(bigint, bigint) RETURNS bigint LANGUAGE plpgsql VOLATILE AS "
+            "$$ BEGIN PERFORM pg_notify('sums', ''); RETURN $1 + $2; END $$",
+            "CREATE OPERATOR ## (LEFTARG = bigint, RIGHTARG = bigint, FUNCTION = noisy_plus)",
+            "CREATE AGGREGATE noisy_sum(bigint) (SFUNC = noisy_plus, STYPE = bigint, INITCOND = '0')",
+            "CREATE FUNCTION calm_plus(bigint, bigint) RETURNS bigint LANGUAGE sql IMMUTABLE AS $$ SELECT $1 + $2 $$",
+            "CREATE AGGREGATE calm_sum(bigint) (SFUNC = calm_plus, STYPE = bigint, INITCOND = '0')",
+        ):
+            owner.execute(statement.encode())
+    database = pg.open()
+    try:
+        operator = await database.classify("SELECT 2::bigint ## 3::bigint")
+        aggregate = await database.classify("SELECT noisy_sum(id::bigint) FROM notes")
+        calm = await database.classify("SELECT calm_sum(id::bigint) FROM notes WHERE id + 1 > 0")
+    finally:
+        await database.aclose()
+    assert [(str(change.target), change.detail) for change in operator.changes] == [
+        ("function public.##", "an operator whose function is volatile")
+    ]
+    assert [change.kind for change in aggregate.changes] == [ChangeKind.FUNCTION_CALL]
+    assert calm.read_only
+
+
 async def test_read_path_refuses_a_forged_multi_statement_string(pg: PgDatabase) -> None:
     database = pg.open()
     try:

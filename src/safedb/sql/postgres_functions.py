@@ -102,6 +102,8 @@ class CatalogFunction:
     takes_one_argument: bool
     via: str | None = None
     """For a function a referenced view or policy depends on: that relation's name."""
+    operator: bool = False
+    """The row is an operator named in the statement (`name` is its symbol), judged by its function."""
 
 
 def is_side_effecting(name: str) -> bool:
@@ -135,7 +137,7 @@ def known_change(ref: FunctionRef, via: str | None = None) -> Change | None:
 def _candidates(ref: FunctionRef, catalog: Iterable[CatalogFunction]) -> list[CatalogFunction]:
     found = []
     for row in catalog:
-        if row.via is not None or row.name != ref.name:
+        if row.via is not None or row.operator or row.name != ref.name:
             continue
         if ref.schema is not None and row.schema != ref.schema:
             continue
@@ -154,8 +156,9 @@ def _harmless(row: CatalogFunction) -> bool:
 def function_changes(refs: Iterable[FunctionRef], catalog: Iterable[CatalogFunction]) -> list[Change]:
     """Changes for the calls that are not known to be free of side effects.
 
-    `catalog` holds every `pg_proc` row whose name was asked about, plus the functions the referenced
-    views and row-security policies depend on (`via` set). Raises DeniedByPolicy for file access.
+    `catalog` holds every `pg_proc` row whose name was asked about, the operators named in the statement
+    (`operator` set; any of that symbol counts), plus the functions the referenced views and row-security
+    policies depend on (`via` set). Raises DeniedByPolicy for file access.
     """
     rows = list(catalog)
     changes: list[Change] = []
@@ -172,6 +175,9 @@ def function_changes(refs: Iterable[FunctionRef], catalog: Iterable[CatalogFunct
             target = DatabaseObject(ObjectType.FUNCTION, ref.name, ref.schema)
             changes.append(Change(ChangeKind.FUNCTION_CALL, target, None, "volatile"))
     for row in rows:
+        if row.operator and not _harmless(row):
+            target = DatabaseObject(ObjectType.FUNCTION, row.name, row.schema)
+            changes.append(Change(ChangeKind.FUNCTION_CALL, target, None, "an operator whose function is volatile"))
         if row.via is None:
             continue
         ref = FunctionRef(row.name, row.schema)

@@ -48,19 +48,26 @@ dependency_functions AS (
     SELECT via, o.oprcode FROM dependencies JOIN pg_operator o ON o.oid = refobjid
     WHERE refclassid = 'pg_operator'::regclass
 )
-SELECT n.nspname, p.proname, p.provolatile::text, true, p.pronargs >= 1 AND p.pronargs - p.pronargdefaults <= 1,
-       f.via
+SELECT n.nspname, p.proname, {volatility}, true, p.pronargs >= 1 AND p.pronargs - p.pronargdefaults <= 1,
+       f.via, false
 FROM dependency_functions f JOIN pg_proc p ON p.oid = f.proc JOIN pg_namespace n ON n.oid = p.pronamespace
 UNION ALL
-SELECT n.nspname, p.proname, p.provolatile::text, n.nspname = ANY(current_schemas(true)),
-       p.pronargs >= 1 AND p.pronargs - p.pronargdefaults <= 1, NULL
+SELECT n.nspname, p.proname, {volatility}, n.nspname = ANY(current_schemas(true)),
+       p.pronargs >= 1 AND p.pronargs - p.pronargdefaults <= 1, NULL, false
 FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
 WHERE p.proname = ANY(%(functions)s::text[])
 UNION ALL
-SELECT n.nspname, o.oprname, p.provolatile::text, n.nspname = ANY(current_schemas(true)), false, NULL
+SELECT n.nspname, o.oprname, {volatility}, n.nspname = ANY(current_schemas(true)), false, NULL, true
 FROM pg_operator o JOIN pg_proc p ON p.oid = o.oprcode JOIN pg_namespace n ON n.oid = o.oprnamespace
 WHERE o.oprname = ANY(%(operators)s::text[])
-"""
+""".format(
+    # An aggregate is recorded as immutable whatever it calls: it is as volatile as its support functions.
+    volatility="""CASE WHEN p.prokind = 'a' THEN (
+        SELECT CASE WHEN bool_or(s.provolatile = 'v') THEN 'v' WHEN bool_or(s.provolatile = 's') THEN 's' ELSE 'i' END
+        FROM pg_aggregate a JOIN pg_proc s ON s.oid IN (a.aggtransfn, a.aggfinalfn, a.aggcombinefn, a.aggserialfn,
+            a.aggdeserialfn, a.aggmtransfn, a.aggminvtransfn, a.aggmfinalfn)
+        WHERE a.aggfnoid = p.oid) ELSE p.provolatile::text END"""
+)
 
 
 async def function_facts(
@@ -76,8 +83,8 @@ async def function_facts(
         },
     )
     return [
-        CatalogFunction(schema, name, volatility, bool(on_path), bool(one_argument), via)
-        for schema, name, volatility, on_path, one_argument, via in await cursor.fetchall()
+        CatalogFunction(schema, name, volatility, bool(on_path), bool(one_argument), via, bool(operator))
+        for schema, name, volatility, on_path, one_argument, via, operator in await cursor.fetchall()
     ]
 
 
