@@ -37,6 +37,9 @@ SIDE_EFFECT_FUNCTIONS = frozenset(
         "pg_stat_clear_snapshot", "pg_stat_force_next_flush", "pg_export_snapshot", "pg_import_system_collations",
         "pg_extension_config_dump", "pg_nextoid", "pg_notify", "set_config", "setseed", "nextval", "setval",
         "query_to_xml", "query_to_xmlschema", "query_to_xml_and_xmlschema", "cursor_to_xml", "cursor_to_xmlschema",
+        # These run a query over relations named in a string, so the views' own functions are never seen.
+        "table_to_xml", "table_to_xmlschema", "table_to_xml_and_xmlschema", "schema_to_xml", "schema_to_xmlschema",
+        "schema_to_xml_and_xmlschema", "database_to_xml", "database_to_xmlschema", "database_to_xml_and_xmlschema",
         "ts_stat", "ts_rewrite", "brin_summarize_new_values", "brin_summarize_range", "brin_desummarize_range",
         "gin_clean_pending_list", "lowrite", "loread", "txid_current", "pg_current_xact_id",
         "pg_logical_emit_message", "pg_create_logical_replication_slot", "pg_create_physical_replication_slot",
