@@ -43,6 +43,12 @@ class PgDatabase:
     def open(self, limits: QueryLimits | None = None) -> PostgresDatabase:
         return PostgresDatabase(self.reader_url(), limits or QueryLimits(), writer_dsn=self.writer_url())
 
+    def run_as_owner(self, *statements: str) -> None:
+        """Set up objects as the writer, which owns the database (as an application's owner would)."""
+        with self.server.connect(self.name, WRITER) as owner:
+            for statement in statements:
+                owner.execute(statement.encode())
+
     def rows(self, sql: str) -> list[tuple[Any, ...]]:
         with self.server.connect(self.name) as connection:
             cursor = connection.execute(sql.encode())

@@ -38,12 +38,11 @@ async def test_the_engine_refuses_writes_on_the_read_path_even_when_misclassifie
 async def test_a_read_leaves_nothing_behind_even_when_a_function_it_calls_has_side_effects(pg: PgDatabase) -> None:
     """A STABLE label is not enforced: this function locks, changes a setting and notifies. The read's
     transaction rolls back (no setting, no notification) and its connection releases session locks."""
-    with pg.server.connect(pg.name, WRITER) as owner:
-        owner.execute(
-            "CREATE OR REPLACE FUNCTION quiet_read(integer) RETURNS integer LANGUAGE plpgsql STABLE AS $$ BEGIN "
-            "PERFORM pg_advisory_lock($1); PERFORM set_config('search_path', 'pg_catalog', false); "
-            "PERFORM pg_notify('reads', 'sent'); RETURN $1; END $$"
-        )
+    pg.run_as_owner(
+        "CREATE OR REPLACE FUNCTION quiet_read(integer) RETURNS integer LANGUAGE plpgsql STABLE AS $$ BEGIN "
+        "PERFORM pg_advisory_lock($1); PERFORM set_config('search_path', 'pg_catalog', false); "
+        "PERFORM pg_notify('reads', 'sent'); RETURN $1; END $$"
+    )
     notifications: list[psycopg.Notify] = []
     with pg.server.connect(pg.name) as listener:
         listener.add_notify_handler(notifications.append)
@@ -66,16 +65,14 @@ async def test_a_read_leaves_nothing_behind_even_when_a_function_it_calls_has_si
 async def test_operators_and_aggregates_are_judged_by_the_functions_behind_them(pg: PgDatabase) -> None:
     """PostgreSQL records every aggregate as immutable, and an operator hides its function: both ask when
     what runs underneath is volatile."""
-    with pg.server.connect(pg.name, WRITER) as owner:
-        for statement in (
-            "CREATE FUNCTION noisy_plus(bigint, bigint) RETURNS bigint LANGUAGE plpgsql VOLATILE AS "
-            "$$ BEGIN PERFORM pg_notify('sums', ''); RETURN $1 + $2; END $$",
-            "CREATE OPERATOR ## (LEFTARG = bigint, RIGHTARG = bigint, FUNCTION = noisy_plus)",
-            "CREATE AGGREGATE noisy_sum(bigint) (SFUNC = noisy_plus, STYPE = bigint, INITCOND = '0')",
-            "CREATE FUNCTION calm_plus(bigint, bigint) RETURNS bigint LANGUAGE sql IMMUTABLE AS $$ SELECT $1 + $2 $$",
-            "CREATE AGGREGATE calm_sum(bigint) (SFUNC = calm_plus, STYPE = bigint, INITCOND = '0')",
-        ):
-            owner.execute(statement.encode())
+    pg.run_as_owner(
+        "CREATE FUNCTION noisy_plus(bigint, bigint) RETURNS bigint LANGUAGE plpgsql VOLATILE AS "
+        "$$ BEGIN PERFORM pg_notify('sums', ''); RETURN $1 + $2; END $$",
+        "CREATE OPERATOR ## (LEFTARG = bigint, RIGHTARG = bigint, FUNCTION = noisy_plus)",
+        "CREATE AGGREGATE noisy_sum(bigint) (SFUNC = noisy_plus, STYPE = bigint, INITCOND = '0')",
+        "CREATE FUNCTION calm_plus(bigint, bigint) RETURNS bigint LANGUAGE sql IMMUTABLE AS $$ SELECT $1 + $2 $$",
+        "CREATE AGGREGATE calm_sum(bigint) (SFUNC = calm_plus, STYPE = bigint, INITCOND = '0')",
+    )
     database = pg.open()
     try:
         operator = await database.classify("SELECT 2::bigint ## 3::bigint")
@@ -212,20 +209,18 @@ async def test_preview_never_advances_a_sequence(pg: PgDatabase) -> None:
 async def test_preview_never_advances_a_sequence_through_a_function_or_a_cascade(pg: PgDatabase) -> None:
     """Sequences reached through a function in a default, a function labelled STABLE, or a foreign key
     that sets rows to their default: each preview falls back to the planner's estimate."""
-    with pg.server.connect(pg.name, WRITER) as owner:
-        for statement in (
-            "CREATE SEQUENCE hidden_ids",
-            "CREATE FUNCTION next_hidden() RETURNS bigint LANGUAGE sql VOLATILE AS $$ SELECT nextval('hidden_ids') $$",
-            "CREATE FUNCTION hidden_stable() RETURNS bigint LANGUAGE plpgsql STABLE AS "
-            "$$ BEGIN RETURN nextval('hidden_ids'); END $$",
-            "CREATE TABLE numbered (id bigint DEFAULT next_hidden(), label text)",
-            "CREATE TABLE parents (id integer PRIMARY KEY)",
-            "INSERT INTO parents VALUES (0), (1)",
-            "CREATE TABLE children (id integer, parent integer DEFAULT nextval('hidden_ids') % 1 "
-            "REFERENCES parents ON DELETE SET DEFAULT)",
-            "INSERT INTO children VALUES (1, 1)",
-        ):
-            owner.execute(statement.encode())
+    pg.run_as_owner(
+        "CREATE SEQUENCE hidden_ids",
+        "CREATE FUNCTION next_hidden() RETURNS bigint LANGUAGE sql VOLATILE AS $$ SELECT nextval('hidden_ids') $$",
+        "CREATE FUNCTION hidden_stable() RETURNS bigint LANGUAGE plpgsql STABLE AS "
+        "$$ BEGIN RETURN nextval('hidden_ids'); END $$",
+        "CREATE TABLE numbered (id bigint DEFAULT next_hidden(), label text)",
+        "CREATE TABLE parents (id integer PRIMARY KEY)",
+        "INSERT INTO parents VALUES (0), (1)",
+        "CREATE TABLE children (id integer, parent integer DEFAULT nextval('hidden_ids') % 1 "
+        "REFERENCES parents ON DELETE SET DEFAULT)",
+        "INSERT INTO children VALUES (1, 1)",
+    )
     before = pg.rows("SELECT last_value, is_called FROM hidden_ids")
     database = pg.open()
     try:
@@ -246,16 +241,14 @@ async def test_preview_never_advances_a_sequence_through_a_function_or_a_cascade
 
 
 async def test_preview_names_the_tables_foreign_keys_carry_a_change_to(pg: PgDatabase) -> None:
-    with pg.server.connect(pg.name, WRITER) as owner:
-        for statement in (
-            "CREATE TABLE clients (id integer PRIMARY KEY)",
-            "CREATE TABLE bills (id integer PRIMARY KEY, client integer REFERENCES clients ON DELETE CASCADE)",
-            "CREATE TABLE bill_lines (bill integer REFERENCES bills ON DELETE CASCADE ON UPDATE CASCADE)",
-            "CREATE TABLE contacts (client integer REFERENCES clients ON DELETE SET NULL)",
-            "CREATE TABLE visits (client integer REFERENCES clients)",
-            "INSERT INTO clients VALUES (1)",
-        ):
-            owner.execute(statement.encode())
+    pg.run_as_owner(
+        "CREATE TABLE clients (id integer PRIMARY KEY)",
+        "CREATE TABLE bills (id integer PRIMARY KEY, client integer REFERENCES clients ON DELETE CASCADE)",
+        "CREATE TABLE bill_lines (bill integer REFERENCES bills ON DELETE CASCADE ON UPDATE CASCADE)",
+        "CREATE TABLE contacts (client integer REFERENCES clients ON DELETE SET NULL)",
+        "CREATE TABLE visits (client integer REFERENCES clients)",
+        "INSERT INTO clients VALUES (1)",
+    )
     database = pg.open()
     try:
         delete, update, truncate = [
