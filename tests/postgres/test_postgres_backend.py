@@ -268,6 +268,31 @@ async def test_preview_names_the_tables_foreign_keys_carry_a_change_to(pg: PgDat
     assert pg.rows("SELECT count(*) FROM clients") == [(1,)]
 
 
+async def test_preview_of_a_drop_lists_what_cascades_as_postgresql_reports_it(pg: PgDatabase) -> None:
+    pg.run_as_owner(
+        "CREATE TABLE stock (id integer PRIMARY KEY, qty integer)",
+        "CREATE VIEW low_stock AS SELECT * FROM stock WHERE qty < 5",
+        "CREATE VIEW empty_stock AS SELECT * FROM low_stock WHERE qty = 0",
+        "CREATE TABLE kept (id integer)",
+        "CREATE VIEW kept_view AS SELECT * FROM kept",
+    )
+    database = pg.open()
+    try:
+        cascade, plain, alone = [
+            await database.preview(await database.classify(sql))
+            for sql in ("DROP TABLE stock CASCADE", "DROP TABLE kept", "DROP VIEW empty_stock")
+        ]
+    finally:
+        await database.aclose()
+    assert cascade.lines[-1] == "It also drops: view low_stock; view empty_stock."
+    assert plain.lines[-1].startswith("PostgreSQL will refuse this DROP: cannot drop table kept because other")
+    assert "view kept_view depends on table kept" in plain.lines[-1]
+    assert not any(line.startswith(("It also drops", "PostgreSQL will refuse")) for line in alone.lines)
+    assert pg.rows("SELECT count(*) FROM pg_views WHERE viewname IN ('low_stock', 'empty_stock', 'kept_view')") == [
+        (3,)
+    ]
+
+
 async def test_preview_is_bounded_by_its_time_limit(pg: PgDatabase) -> None:
     database = pg.open(QueryLimits(preview_timeout=0.3))
     try:
