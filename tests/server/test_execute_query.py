@@ -103,6 +103,19 @@ async def test_delete_asks_with_the_three_field_form_and_runs_when_confirmed(
     assert result.structured_content["rows_affected"] == 1
 
 
+async def test_the_question_shows_what_blanks_and_hidden_characters_would_keep_out_of_sight(
+    connect: ClientFactory, shared_db: Path
+) -> None:
+    table = scratch_table(shared_db)
+    responder = Responder(action="decline")
+    query = f"DELETE FROM {table} WHERE id = 2" + " " * 3000 + "OR label <> '\u202e'"
+    async with connect(responder) as client:
+        await client.call_tool("execute_query", {"query": query})
+    statement_line = next(line for line in responder.asked[0].message.splitlines() if line.startswith("Statement:"))
+    assert statement_line == f"Statement: DELETE FROM {table} WHERE id = 2⟨3,000 blanks⟩OR label <> '⟨U+202E⟩'"
+    assert rows(shared_db, f"SELECT count(*) FROM {table}") == [(3,)]
+
+
 @pytest.mark.parametrize(
     ("answer", "status", "word"),
     [

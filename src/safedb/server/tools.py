@@ -9,6 +9,7 @@ from mcp.server.mcpserver import Context
 from mcp_types import CallToolResult, InputRequiredResult
 from pydantic import Field
 
+from safedb.approval.display import visible_statement
 from safedb.approval.verification import Decision, Verdict, decide
 from safedb.audit import AuditDecision, AuditStore, AuditWriteFailed, decision_for_verdict
 from safedb.db.backend import TableDescription
@@ -202,7 +203,7 @@ class SafeDBTools:
         lines = [
             "SafeDB needs your approval before running a statement that changes the database.",
             "",
-            f"Statement: {classification.statement.strip()}",
+            f"Statement: {visible_statement(classification.statement)}",
             f"Change: {classification.summary()}",
             "Touches: " + ", ".join(str(target) for target in classification.touched),
         ]

@@ -10,11 +10,13 @@ from pygments.formatters import HtmlFormatter
 from pygments.lexers import SqlLexer
 
 from safedb.approval.board import WebApproval
+from safedb.approval.display import visible_statement
 
 _STYLE = """
 body { font-family: system-ui, sans-serif; max-width: 56rem; margin: 2rem auto; padding: 0 1rem; color: #1b1b1b; }
 h1 { font-size: 1.4rem; } dt { font-weight: 600; margin-top: .6rem; } dd { margin-left: 0; }
-.sql { border: 1px solid #ccc; border-radius: 6px; padding: .6rem; overflow-x: auto; background: #f8f8f8; }
+.sql { border: 1px solid #ccc; border-radius: 6px; padding: .6rem; background: #f8f8f8; }
+.sql pre { white-space: pre-wrap; overflow-wrap: anywhere; margin: 0; }
 .warning { background: #fff4e5; border: 1px solid #f0a020; border-radius: 6px; padding: .6rem; }
 textarea { width: 100%; min-height: 5rem; font: inherit; }
 button { font: inherit; padding: .5rem 1.2rem; margin-right: .6rem; border-radius: 6px; cursor: pointer; }
@@ -50,7 +52,7 @@ def approval_page(approval: WebApproval, csrf: str, min_justification: int) -> s
     body = f"""
 <h1>Approve a change to <code>{escape(approval.target)}</code>?</h1>
 {warning}
-<div id=statement>{highlighted_sql(classification.statement)}</div>
+<div id=statement>{highlighted_sql(visible_statement(classification.statement))}</div>
 <dl>
 <dt>Change</dt><dd id=classification>{escape(classification.summary())}</dd>
 <dt>What it does</dt><dd><ul>{changes}</ul></dd>
@@ -75,7 +77,8 @@ def pending_page(approvals: list[WebApproval]) -> str:
         return page("SafeDB approvals", "<h1>Pending approvals</h1><p id=empty>Nothing is waiting.</p>")
     rows = "".join(
         f"<tr><td>{escape(a.target)}</td><td>{escape(a.classification.summary())}</td>"
-        f"<td><code>{escape(_shorten(a.classification.statement))}</code></td><td>{escape(a.caller)}</td>"
+        f"<td><code>{escape(_shorten(visible_statement(a.classification.statement)))}</code></td>"
+        f"<td>{escape(a.caller)}</td>"
         f"<td>{escape(_time(a.created))}</td>"
         f"<td><a href='/approvals/{escape(a.id)}?t={escape(a.link_token)}'>review</a></td></tr>"
         for a in approvals

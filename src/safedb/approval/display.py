@@ -1,0 +1,37 @@
+"""How a statement is shown to the person who approves it: every character in sight, none hiding another.
+
+Text that renders as nothing or out of sight could make the statement a person reads differ from the one
+that runs: thousands of spaces that push `OR 1=1` past the right edge, hundreds of line breaks below it,
+bidirectional controls that reorder what is displayed, zero-width characters, a carriage return that
+overwrites a terminal line. The shown text names those instead (the statement that runs is unchanged).
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+
+# More blanks in a row than this, or more empty lines, are named with their count instead.
+_MAX_BLANKS = 8
+_MAX_EMPTY_LINES = 2
+
+_BLANK_RUN = re.compile(rf"[^\S\r\n]{{{_MAX_BLANKS + 1},}}")
+_EMPTY_LINES = re.compile(rf"\n(?:[^\S\r\n]*\n){{{_MAX_EMPTY_LINES + 1},}}")
+# Controls, format characters (bidi, zero-width), line and paragraph separators, private and unassigned.
+_HIDDEN_CATEGORIES = frozenset({"Cc", "Cf", "Zl", "Zp", "Co", "Cn", "Cs"})
+_SHOWN_AS_IS = frozenset({"\n", "\t"})
+
+
+def visible_statement(sql: str) -> str:
+    """`sql` as it must be shown before approval: hidden characters as `⟨U+202E⟩`, long runs of blanks as
+    `⟨3,000 blanks⟩`, long runs of empty lines as `⟨200 line breaks⟩`."""
+    text = sql.strip().replace("\r\n", "\n")
+    text = _EMPTY_LINES.sub(lambda run: f"\n⟨{run.group().count(chr(10)):,} line breaks⟩\n", text)
+    text = _BLANK_RUN.sub(lambda run: f"⟨{len(run.group()):,} blanks⟩", text)
+    return "".join(_shown(character) for character in text)
+
+
+def _shown(character: str) -> str:
+    if character in _SHOWN_AS_IS or unicodedata.category(character) not in _HIDDEN_CATEGORIES:
+        return character
+    return f"⟨U+{ord(character):04X}⟩"

@@ -1,0 +1,28 @@
+"""The statement as the person approving it sees it: nothing out of sight, nothing reordered."""
+
+from __future__ import annotations
+
+import pytest
+
+from safedb.approval.display import visible_statement
+
+
+@pytest.mark.parametrize(
+    ("sql", "shown"),
+    [
+        ("DELETE FROM t WHERE id = 2" + " " * 3000 + "OR 1=1", "DELETE FROM t WHERE id = 2⟨3,000 blanks⟩OR 1=1"),
+        ("DELETE FROM t" + "\t " * 10 + "WHERE true", "DELETE FROM t⟨20 blanks⟩WHERE true"),
+        ("DELETE FROM t" + "\n" * 200 + "WHERE true", "DELETE FROM t\n⟨200 line breaks⟩\nWHERE true"),
+        ("SELECT 'void\u202e ' OR 1=1 OR '\u202c'", "SELECT 'void⟨U+202E⟩ ' OR 1=1 OR '⟨U+202C⟩'"),
+        ("DELETE FROM t\u200b\u2066 WHERE id\u2028= 1", "DELETE FROM t⟨U+200B⟩⟨U+2066⟩ WHERE id⟨U+2028⟩= 1"),
+        ("DELETE FROM t WHERE id = 1\rDELETE FROM t", "DELETE FROM t WHERE id = 1⟨U+000D⟩DELETE FROM t"),
+        ("DELETE FROM t\x1b[2K WHERE id = 1", "DELETE FROM t⟨U+001B⟩[2K WHERE id = 1"),
+    ],
+)
+def test_what_could_hide_part_of_a_statement_is_named(sql: str, shown: str) -> None:
+    assert visible_statement(sql) == shown
+
+
+def test_ordinary_layout_and_text_are_shown_as_written() -> None:
+    sql = "UPDATE t\r\n   SET name = 'Zoë — ok'\n\n\tWHERE id = 1   -- note"
+    assert visible_statement(f"  {sql}\n") == sql.replace("\r\n", "\n")
