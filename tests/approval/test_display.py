@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from safedb.approval.display import visible_statement
+from safedb.approval.display import readable_length, visible_statement
 
 
 @pytest.mark.parametrize(
@@ -26,3 +26,11 @@ def test_what_could_hide_part_of_a_statement_is_named(sql: str, shown: str) -> N
 def test_ordinary_layout_and_text_are_shown_as_written() -> None:
     sql = "UPDATE t\r\n   SET name = 'Zoë — ok'\n\n\tWHERE id = 1   -- note"
     assert visible_statement(f"  {sql}\n") == sql.replace("\r\n", "\n")
+
+
+@pytest.mark.parametrize(
+    ("text", "length"),
+    [("GDPR erasure request", 20), ("  padded  ", 6), ("\u200b" * 12, 0), ("\u2066\u2069 ok \u200b", 2), ("", 0)],
+)
+def test_readable_length_counts_what_a_person_can_read(text: str, length: int) -> None:
+    assert readable_length(text) == length

@@ -131,8 +131,25 @@ async def test_the_question_shows_what_blanks_and_hidden_characters_would_keep_o
             "blocked",
             "justification",
         ),
+        (
+            {"content": {"confirm": True, "justification": "\u200b" * 12, "environment": "Production"}},
+            "blocked",
+            "justification",
+        ),
+        (
+            {"content": {"confirm": "yes", "justification": "not sure", "environment": "Development"}},
+            "invalid",
+            "did not match",
+        ),
     ],
-    ids=["decline", "cancel", "confirm-false", "production-short-justification"],
+    ids=[
+        "decline",
+        "cancel",
+        "confirm-false",
+        "production-short-justification",
+        "production-invisible-justification",
+        "confirm-as-text",
+    ],
 )
 async def test_anything_but_a_confirmed_approval_changes_nothing(
     connect: ClientFactory, shared_db: Path, answer: dict[str, Any], status: str, word: str

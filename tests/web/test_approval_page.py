@@ -204,6 +204,18 @@ async def test_cross_site_and_unauthenticated_posts_are_refused(served: tuple[Se
     assert results[0].structured_content["status"] == "declined"
 
 
+async def test_an_invisible_justification_does_not_approve(served: tuple[ServerProcess, Path, Path]) -> None:
+    server, database, _ = served
+    async with waiting_call(server.url, "legacy") as (responder, results):
+        link = responder.urls[0]
+        refused = await decide_in_browser(link, "approve", "\u200b" * 30, "invisible-justification")
+        assert rows(database, "SELECT count(*) FROM invoices WHERE status = 'void'") == [(1,)]
+        await decide_in_browser(link, "reject", "", "rejected-after-invisible-justification")
+    assert "needs a justification" in refused
+    assert results[0].structured_content is not None
+    assert results[0].structured_content["status"] == "declined"
+
+
 async def test_pending_list_needs_an_approver(served: tuple[ServerProcess, Path, Path]) -> None:
     server, _, _ = served
     base = server.url.removesuffix("/mcp")

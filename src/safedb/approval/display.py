@@ -31,7 +31,15 @@ def visible_statement(sql: str) -> str:
     return "".join(_shown(character) for character in text)
 
 
+def readable_length(text: str) -> int:
+    """How many characters of `text` a person can read: hidden characters and surrounding blanks do not count
+    (ten zero-width spaces are not a justification)."""
+    return len("".join(character for character in text if not _hidden(character)).strip())
+
+
 def _shown(character: str) -> str:
-    if character in _SHOWN_AS_IS or unicodedata.category(character) not in _HIDDEN_CATEGORIES:
-        return character
-    return f"⟨U+{ord(character):04X}⟩"
+    return f"⟨U+{ord(character):04X}⟩" if _hidden(character) else character
+
+
+def _hidden(character: str) -> bool:
+    return character not in _SHOWN_AS_IS and unicodedata.category(character) in _HIDDEN_CATEGORIES

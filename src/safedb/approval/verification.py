@@ -6,7 +6,9 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, StrictBool
+
+from safedb.approval.display import readable_length
 
 Environment = Literal["Development", "Staging", "Production"]
 
@@ -16,7 +18,8 @@ class SafetyVerification(BaseModel):
 
     model_config = ConfigDict(extra="forbid", title="SafetyVerification")
 
-    confirm: bool = Field(title="Run this statement?", description="Must be true for the statement to run.")
+    # Strict: "yes", "true" or 1 are not a person ticking the box.
+    confirm: StrictBool = Field(title="Run this statement?", description="Must be true for the statement to run.")
     justification: str = Field(
         title="Justification",
         description="Why this change is needed. Production changes need at least 10 characters.",
@@ -116,7 +119,7 @@ def decide(answer: Answer, verification: SafetyVerification | None, rules: Appro
             verification,
         )
     minimum = rules.min_production_justification
-    if verification.environment == "Production" and len(verification.justification.strip()) < minimum:
+    if verification.environment == "Production" and readable_length(verification.justification) < minimum:
         return Decision(
             Verdict.BLOCKED,
             f"Blocked: a Production change needs a justification of at least {minimum} characters. "

@@ -17,6 +17,7 @@ from starlette.responses import HTMLResponse, Response
 from starlette.routing import Route
 
 from safedb.approval.board import ApprovalBoard, BoardVerdict, WebApproval
+from safedb.approval.display import readable_length
 from safedb.settings import Approver
 from safedb.web import pages
 from safedb.web.security import REALM, CsrfTokens, authenticated_approver, same_origin
@@ -78,7 +79,7 @@ def approval_routes(board: ApprovalBoard, approvers: Sequence[Approver]) -> list
             return respond("Refused", "Choose approve or reject.", 400)
         approve = decision == "approve"
         minimum = found.min_justification if found.environment == "production" else 1
-        if approve and len(justification) < minimum:
+        if approve and readable_length(justification) < minimum:
             return respond("Justification needed", f"Approving needs a justification of {minimum}+ characters.", 400)
         if not board.decide(found, approve=approve, approver=approver, justification=justification):
             return respond("Already decided", "This approval was decided or expired in the meantime.", 410)
