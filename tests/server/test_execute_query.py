@@ -5,12 +5,14 @@ Every test checks the database through a connection of its own, not only the too
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from pathlib import Path
 from typing import Any
 
 import anyio
+import httpx2
 import pytest
 from mcp.client.client import Client
 from mcp.server.mcpserver import MCPServer
@@ -163,6 +165,40 @@ async def test_anything_but_a_confirmed_approval_changes_nothing(
     assert result.structured_content["status"] == status
     assert result.structured_content["executed"] is False
     assert word in result.content[0].text  # type: ignore[union-attr]
+    assert rows(shared_db, f"SELECT count(*) FROM {table}") == [(3,)]
+
+
+async def test_an_answer_that_is_no_elicitation_result_counts_as_cancelled(
+    served: ServerProcess, shared_db: Path
+) -> None:
+    """Raw HTTP, as no SDK client would send it: an `elicitation/create` answered with action "approve"."""
+    table = scratch_table(shared_db)
+    headers = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+    hello = {
+        "protocolVersion": "2025-11-25",
+        "capabilities": {"elicitation": {}},
+        "clientInfo": {"name": "raw", "version": "1"},
+    }
+    url = served.url
+    async with httpx2.AsyncClient(headers=headers, timeout=30) as http:
+        opened = await http.post(url, json={"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": hello})
+        http.headers.update({"Mcp-Session-Id": opened.headers["mcp-session-id"], "MCP-Protocol-Version": "2025-11-25"})
+        await http.post(url, json={"jsonrpc": "2.0", "method": "notifications/initialized"})
+        call = {"name": "execute_query", "arguments": {"query": f"DELETE FROM {table}"}}
+        request = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": call}
+        messages = []
+        async with http.stream("POST", url, json=request) as stream:
+            async for line in stream.aiter_lines():
+                if not line.startswith("data: "):
+                    continue
+                message = json.loads(line.removeprefix("data: "))
+                messages.append(message)
+                if message.get("method") == "elicitation/create":
+                    bogus = {"jsonrpc": "2.0", "id": message["id"], "result": {"action": "approve"}}
+                    assert (await http.post(url, json=bogus)).status_code == 202
+                elif message.get("id") == 1:
+                    break
+    assert messages[-1]["result"]["structuredContent"]["status"] == "cancelled", messages[-1]
     assert rows(shared_db, f"SELECT count(*) FROM {table}") == [(3,)]
 
 

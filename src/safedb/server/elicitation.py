@@ -144,6 +144,9 @@ class ApprovalChannel:
                 return Reply(Answer.TIMEOUT, None, request_id)
             logger.info("Elicitation failed on the client side, treated as cancelled: %s", exc)
             return Reply(Answer.CANCEL, None, request_id)
+        except ValidationError as exc:  # e.g. an action other than accept, decline or cancel
+            logger.info("The client's answer is not an elicitation result, treated as cancelled: %s", exc)
+            return Reply(Answer.CANCEL, None, request_id)
         return _reply(result, question.form, request_id)
 
     async def _ask_input_required(
