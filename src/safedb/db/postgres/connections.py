@@ -2,9 +2,10 @@
 
 Two pools: readers (the read-only DSN; every session has `default_transaction_read_only = on`, every
 transaction is opened `READ ONLY` and rolled back, and session advisory locks are released whenever a
-connection goes back to the pool, so a read leaves nothing behind) and writers (the writer DSN; used only for approved
-statements and rolled-back dry runs, and reset with `DISCARD ALL` whenever a connection goes back
-to the pool, so nothing an approved statement does to its session outlives the call).
+connection goes back to the pool, so a read leaves nothing behind) and writers (the writer DSN; used
+only for approved statements and rolled-back dry runs, and reset with `DISCARD ALL` whenever a
+connection goes back to the pool, so nothing an approved statement does to its session outlives the
+call).
 Pools open lazily, on first use, inside the event loop that uses them.
 """
 
