@@ -15,7 +15,7 @@ from mcp.shared.exceptions import MCPError
 from mcp_types import ElicitResult, Implementation, InputRequiredResult
 
 from safedb.settings import Policy
-from tests.helpers import Responder, in_process_server, rows
+from tests.helpers import Responder, audit_decisions, in_process_server, rows
 
 pytestmark = pytest.mark.anyio
 
@@ -194,7 +194,10 @@ async def test_replayed_approval_runs_the_statement_once(demo_db: Path) -> None:
     accept = ElicitResult(
         action="accept", content={"confirm": True, "justification": "test", "environment": "Development"}
     )
-    async with connected(demo_db, Responder()) as client:
+    async with (
+        in_process_server(demo_db) as (server, audit),
+        Client(server, mode="auto", elicitation_callback=Responder()) as client,
+    ):
         first = await client.session.call_tool("execute_query", {"query": query}, allow_input_required=True)
         assert isinstance(first, InputRequiredResult)
         assert first.input_requests is not None
@@ -205,9 +208,11 @@ async def test_replayed_approval_runs_the_statement_once(demo_db: Path) -> None:
         replayed = await client.session.call_tool(
             "execute_query", {"query": query}, input_responses={key: accept}, request_state=first.request_state
         )
+        decisions = [decision for decision, sql in audit_decisions(audit) if sql == query]
     assert not answered.is_error, answered.content
     assert replayed.is_error
     assert "already used" in replayed.content[0].text  # type: ignore[union-attr]
+    assert decisions == ["requested", "accepted", "executed", "refused"]
     assert rows(demo_db, "SELECT count(*) FROM users WHERE name = 'Replay'") == [(1,)]
 
 

@@ -84,6 +84,7 @@ class SafeDBTools:
             logger.error("Audit log write failed; nothing was run: %s", exc)
             return error_result(f"{exc} Nothing was run.", status="failed")
         except ApprovalReused as exc:
+            await audit.record(AuditDecision.REFUSED, error=str(exc))
             return error_result(str(exc))
         except SafeDBError as exc:
             status = "failed" if isinstance(exc, QueryFailed) else "refused"
