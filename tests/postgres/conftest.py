@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from safedb.db.backend import QueryLimits
+from safedb.db.backend import Impact, QueryLimits
 from safedb.db.postgres import PostgresDatabase
 from tests.conftest_postgres import fresh_database
 from tests.postgres_server import READER, WRITER, PostgresServer
@@ -48,6 +48,14 @@ class PgDatabase:
         with self.server.connect(self.name, WRITER) as owner:
             for statement in statements:
                 owner.execute(statement.encode())
+
+    async def previews(self, *statements: str) -> list[Impact]:
+        """The impact preview of each statement, as its question would show it."""
+        database = self.open()
+        try:
+            return [await database.preview(await database.classify(sql)) for sql in statements]
+        finally:
+            await database.aclose()
 
     def rows(self, sql: str) -> list[tuple[Any, ...]]:
         with self.server.connect(self.name) as connection:

@@ -192,12 +192,9 @@ async def test_session_state_of_an_approved_statement_does_not_outlive_the_call(
 
 async def test_preview_never_advances_a_sequence(pg: PgDatabase) -> None:
     before = pg.rows("SELECT last_value, is_called FROM accounts_id_seq")
-    database = pg.open()
-    try:
-        insert = await database.preview(await database.classify("INSERT INTO accounts (owner) VALUES ('new')"))
-        delete = await database.preview(await database.classify("DELETE FROM accounts WHERE balance > 150"))
-    finally:
-        await database.aclose()
+    insert, delete = await pg.previews(
+        "INSERT INTO accounts (owner) VALUES ('new')", "DELETE FROM accounts WHERE balance > 150"
+    )
     assert pg.rows("SELECT last_value, is_called FROM accounts_id_seq") == before
     assert insert.rows_affected is None
     assert "planner's estimate" in insert.lines[0]
@@ -222,18 +219,11 @@ async def test_preview_never_advances_a_sequence_through_a_function_or_a_cascade
         "INSERT INTO children VALUES (1, 1)",
     )
     before = pg.rows("SELECT last_value, is_called FROM hidden_ids")
-    database = pg.open()
-    try:
-        previews = [
-            await database.preview(await database.classify(sql))
-            for sql in (
-                "INSERT INTO numbered (label) VALUES ('x')",
-                "UPDATE notes SET body = body WHERE hidden_stable() > 0",
-                "DELETE FROM parents WHERE id = 1",
-            )
-        ]
-    finally:
-        await database.aclose()
+    previews = await pg.previews(
+        "INSERT INTO numbered (label) VALUES ('x')",
+        "UPDATE notes SET body = body WHERE hidden_stable() > 0",
+        "DELETE FROM parents WHERE id = 1",
+    )
     assert pg.rows("SELECT last_value, is_called FROM hidden_ids") == before
     assert [preview.rows_affected for preview in previews] == [None, None, None]
     assert all("planner's estimate" in preview.lines[0] for preview in previews)
@@ -249,14 +239,9 @@ async def test_preview_names_the_tables_foreign_keys_carry_a_change_to(pg: PgDat
         "CREATE TABLE visits (client integer REFERENCES clients)",
         "INSERT INTO clients VALUES (1)",
     )
-    database = pg.open()
-    try:
-        delete, update, truncate = [
-            await database.preview(await database.classify(sql))
-            for sql in ("DELETE FROM clients WHERE id = 1", "UPDATE bills SET id = 2", "TRUNCATE clients CASCADE")
-        ]
-    finally:
-        await database.aclose()
+    delete, update, truncate = await pg.previews(
+        "DELETE FROM clients WHERE id = 1", "UPDATE bills SET id = 2", "TRUNCATE clients CASCADE"
+    )
     assert (
         delete.lines[-1]
         == "Foreign keys carry the delete on to: bill_lines (CASCADE), bills (CASCADE), contacts (SET NULL)."
@@ -276,14 +261,7 @@ async def test_preview_of_a_drop_lists_what_cascades_as_postgresql_reports_it(pg
         "CREATE TABLE kept (id integer)",
         "CREATE VIEW kept_view AS SELECT * FROM kept",
     )
-    database = pg.open()
-    try:
-        cascade, plain, alone = [
-            await database.preview(await database.classify(sql))
-            for sql in ("DROP TABLE stock CASCADE", "DROP TABLE kept", "DROP VIEW empty_stock")
-        ]
-    finally:
-        await database.aclose()
+    cascade, plain, alone = await pg.previews("DROP TABLE stock CASCADE", "DROP TABLE kept", "DROP VIEW empty_stock")
     assert cascade.lines[-1] == "It also drops: view low_stock; view empty_stock."
     assert plain.lines[-1].startswith("PostgreSQL will refuse this DROP: cannot drop table kept because other")
     assert "view kept_view depends on table kept" in plain.lines[-1]

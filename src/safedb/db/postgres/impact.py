@@ -138,11 +138,21 @@ async def measure_impact(
     seconds = limits.preview_timeout
     try:
         with anyio.fail_after(seconds + CLIENT_GRACE_SECONDS):
-            if classification.kinds and set(classification.kinds) <= _DRY_RUN_KINDS:
-                impact = await _data_impact(pools, statement, classification, seconds)
+            data_change = bool(classification.kinds) and set(classification.kinds) <= _DRY_RUN_KINDS
+            obstacles: list[_Obstacle] = []
+            object_lines: list[str] = []
+            # The catalog lookups share one read-only session; dry runs and estimates need the writer.
+            async with pools.reader() as reader, read_transaction(reader):
+                await set_statement_timeout(reader, seconds)
+                cascades = await _cascade_lines(reader, classification)
+                if data_change:
+                    obstacles = await _obstacles(reader, statement, classification)
+                else:
+                    object_lines = await _object_lines(reader, classification)
+            if data_change:
+                impact = await _data_impact(pools, statement, classification, obstacles, seconds)
             else:
-                impact = Impact(lines=tuple(await _object_lines(pools, classification, seconds)))
-            cascades = await _cascade_lines(pools, classification, seconds)
+                impact = Impact(lines=tuple(object_lines))
             if ChangeKind.DROP in classification.kinds and statement.in_transaction:
                 cascades += await _drop_lines(pools, statement, seconds)
             return replace(impact, lines=(*impact.lines, *cascades))
@@ -163,43 +173,44 @@ def _quoted(target: DatabaseObject) -> str:
 
 
 async def _obstacles(
-    pools: Pools, statement: PostgresStatement, classification: Classification, seconds: float
+    connection: Connection, statement: PostgresStatement, classification: Classification
 ) -> list[_Obstacle]:
     found: list[_Obstacle] = []
-    async with pools.reader() as connection, read_transaction(connection):
-        await set_statement_timeout(connection, seconds)
-        cursor = await connection.execute(_OBSTACLES_SQL, {"targets": _quoted_targets(classification)})
-        for name, kind, is_target, triggers, rules, volatile_defaults, sets_defaults in await cursor.fetchall():
-            if is_target and kind not in ("r", "p"):
-                found.append(_Obstacle(name, "it is not an ordinary table"))
-            if triggers:
-                found.append(_Obstacle(name, "it has triggers"))
-            if rules:
-                found.append(_Obstacle(name, "it has rules"))
-            # Defaults are computed for the statement's own rows, and for rows a foreign key sets to default.
-            if volatile_defaults and ((is_target and statement.uses_default) or sets_defaults):
-                found.append(
-                    _Obstacle(
-                        name,
-                        "a column default draws from a sequence or calls a user-defined function, which a rollback "
-                        "may not undo",
-                    )
+    cursor = await connection.execute(_OBSTACLES_SQL, {"targets": _quoted_targets(classification)})
+    for name, kind, is_target, triggers, rules, volatile_defaults, sets_defaults in await cursor.fetchall():
+        if is_target and kind not in ("r", "p"):
+            found.append(_Obstacle(name, "it is not an ordinary table"))
+        if triggers:
+            found.append(_Obstacle(name, "it has triggers"))
+        if rules:
+            found.append(_Obstacle(name, "it has rules"))
+        # Defaults are computed for the statement's own rows, and for rows a foreign key sets to default.
+        if volatile_defaults and ((is_target and statement.uses_default) or sets_defaults):
+            found.append(
+                _Obstacle(
+                    name,
+                    "a column default draws from a sequence or calls a user-defined function, which a rollback "
+                    "may not undo",
                 )
-        # A function's volatility label is not enforced: a `STABLE` one may still advance a sequence.
-        functions = await catalog.function_facts(
-            connection, [ref.name for ref in statement.functions], statement.operators, statement.relations
-        )
-        for function in functions:
-            if function.schema not in _SYSTEM_SCHEMAS:
-                found.append(_Obstacle(function.name, "a user-defined function, which a rollback may not undo"))
+            )
+    # A function's volatility label is not enforced: a `STABLE` one may still advance a sequence.
+    functions = await catalog.function_facts(
+        connection, [ref.name for ref in statement.functions], statement.operators, statement.relations
+    )
+    for function in functions:
+        if function.schema not in _SYSTEM_SCHEMAS:
+            found.append(_Obstacle(function.name, "a user-defined function, which a rollback may not undo"))
     return found
 
 
 async def _data_impact(
-    pools: Pools, statement: PostgresStatement, classification: Classification, seconds: float
+    pools: Pools,
+    statement: PostgresStatement,
+    classification: Classification,
+    obstacles: list[_Obstacle],
+    seconds: float,
 ) -> Impact:
     verbs = ", ".join(str(kind) for kind in classification.kinds)
-    obstacles = await _obstacles(pools, statement, classification, seconds)
     if obstacles:
         reasons = "; ".join(f"{o.relation}: {o.reason}" for o in obstacles)
         estimate = await _planner_estimate(pools, statement, seconds)
@@ -218,26 +229,24 @@ async def _data_impact(
     return Impact(lines=(line,), rows_affected=rows)
 
 
-async def _cascade_lines(pools: Pools, classification: Classification, seconds: float) -> list[str]:
+async def _cascade_lines(connection: Connection, classification: Classification) -> list[str]:
     """The tables foreign keys carry a DELETE, an UPDATE or a TRUNCATE to, which the statement does not name."""
     lines = []
-    async with pools.reader() as connection, read_transaction(connection):
-        await set_statement_timeout(connection, seconds)
-        for kind, cascade in _CASCADES.items():
-            changed = (change.target for change in classification.changes if change.kind is kind)
-            targets = [_quoted(target) for target in changed if target.type is ObjectType.TABLE]
-            if not targets:
-                continue
-            cursor = await connection.execute(
-                _CASCADE_SQL.format(action=cascade.action_column),
-                {"targets": targets, "actions": cascade.actions, "onward": cascade.onward},
-            )
-            reached = [
-                f"{name} ({', '.join(_ACTION_NAMES[a] for a in actions)})" if cascade.show_actions else name
-                for name, actions in await cursor.fetchall()
-            ]
-            if reached:
-                lines.append(cascade.message.format(", ".join(reached)))
+    for kind, cascade in _CASCADES.items():
+        changed = (change.target for change in classification.changes if change.kind is kind)
+        targets = [_quoted(target) for target in changed if target.type is ObjectType.TABLE]
+        if not targets:
+            continue
+        cursor = await connection.execute(
+            _CASCADE_SQL.format(action=cascade.action_column),
+            {"targets": targets, "actions": cascade.actions, "onward": cascade.onward},
+        )
+        reached = [
+            f"{name} ({', '.join(_ACTION_NAMES[a] for a in actions)})" if cascade.show_actions else name
+            for name, actions in await cursor.fetchall()
+        ]
+        if reached:
+            lines.append(cascade.message.format(", ".join(reached)))
     return lines
 
 
@@ -295,17 +304,11 @@ def _plan_rows(document: object) -> int | None:
     return int(rows) if isinstance(rows, int | float) else None
 
 
-async def _object_lines(pools: Pools, classification: Classification, seconds: float) -> list[str]:
-    changes = [c for c in classification.changes if c.kind in _MEASURED_KINDS]
-    if not changes:
-        return []
+async def _object_lines(connection: Connection, classification: Classification) -> list[str]:
     lines = []
-    async with pools.reader() as connection, read_transaction(connection):
-        await set_statement_timeout(connection, seconds)
-        for change in changes:
-            line = await _object_line(connection, change.kind, change.target)
-            if line:
-                lines.append(line)
+    for change in classification.changes:
+        if change.kind in _MEASURED_KINDS and (line := await _object_line(connection, change.kind, change.target)):
+            lines.append(line)
     return lines
 
 
