@@ -10,7 +10,8 @@
     │   ├── InvalidStatement      the database cannot prepare it (syntax error, unknown table...)
     │   └── DeniedByPolicy        on the deny list (extension loading, files outside allowed paths...)
     ├── QueryFailed               the database raised an error while running the statement
-    │   └── QueryTimeout          the statement ran past its time limit and was interrupted
+    │   ├── QueryTimeout          the statement ran past its time limit and was interrupted
+    │   └── RowCountChanged       it affected another number of rows than the approved preview showed
     └── ApprovalReused            an answer that was already acted on came back (a replay)
 
 The server turns each of these into a tool error whose text is the exception's message; anything
@@ -18,6 +19,8 @@ else becomes a generic error and is logged, so internals never reach the client.
 """
 
 from __future__ import annotations
+
+from safedb import wording
 
 
 class SafeDBError(Exception):
@@ -72,6 +75,15 @@ class QueryFailed(SafeDBError):
 class QueryTimeout(QueryFailed):
     def __init__(self, seconds: float) -> None:
         super().__init__(f"The statement ran longer than the {seconds:g} s time limit and was stopped.")
+
+
+class RowCountChanged(QueryFailed):
+    def __init__(self, approved: int, affected: int) -> None:
+        super().__init__(
+            f"The statement affected {wording.rows(affected)}, but was approved for the {wording.rows(approved)} "
+            "its preview showed (what it matches changed since). It was rolled back; nothing was changed. Call "
+            "the tool again to see the new impact."
+        )
 
 
 class ApprovalReused(SafeDBError):

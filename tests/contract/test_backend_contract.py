@@ -13,6 +13,7 @@ from safedb.errors import (
     MultipleStatements,
     QueryFailed,
     QueryTimeout,
+    RowCountChanged,
     TransactionControl,
 )
 from safedb.sql.classification import ChangeKind
@@ -118,6 +119,22 @@ async def test_returning_rows_come_back(backend: Backend) -> None:
     assert outcome.returned is not None
     assert sorted(row[0] for row in outcome.returned.rows) == [4, 5]
     assert backend.query("SELECT id FROM items WHERE qty = 100 ORDER BY id") == [(4,), (5,)]
+
+
+@pytest.mark.parametrize(
+    "sql", ["UPDATE items SET qty = 0 WHERE id > 27", "DELETE FROM items WHERE id > 27 RETURNING id, label"]
+)
+async def test_a_write_that_affects_other_than_the_approved_rows_rolls_back(backend: Backend, sql: str) -> None:
+    """The person saw 2 rows in the preview; by the time the statement runs, 3 match."""
+    database = backend.database()
+    before = backend.query("SELECT id, label, qty FROM items ORDER BY id")
+    approved = await database.classify(sql)
+    with pytest.raises(RowCountChanged, match="affected 3 rows, but was approved for the 2 rows"):
+        await database.write(approved, approved_rows=2)
+    assert backend.query("SELECT id, label, qty FROM items ORDER BY id") == before
+    outcome = await database.write(approved, approved_rows=3)
+    assert outcome.rows_affected == 3
+    assert backend.query("SELECT count(*) FROM items WHERE id > 27 AND qty <> 0") == [(0,)]
 
 
 async def test_failing_write_rolls_back_every_row(backend: Backend) -> None:

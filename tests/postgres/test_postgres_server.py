@@ -92,6 +92,33 @@ async def test_update_asks_and_runs_when_confirmed(
     assert [decision for decision, logged in audit_decisions(audit) if logged == sql][-1] == "executed"
 
 
+async def test_an_approval_holds_only_for_the_rows_shown(
+    connect: ClientFactory, pg: PgDatabase, audit: SqliteAuditStore
+) -> None:
+    """A second matching row arrives while the person decides: the approved UPDATE is rolled back."""
+    pg.rows("DELETE FROM notes WHERE body LIKE 'stale%'")
+    pg.rows("INSERT INTO notes VALUES (60, 'stale one')")
+    sql = "UPDATE notes SET body = 'fresh' WHERE body LIKE 'stale%'"
+    responder = Responder()
+
+    async def answer_after_another_row(context: Any, params: Any) -> Any:
+        pg.rows("INSERT INTO notes VALUES (61, 'stale two')")
+        return await responder(context, params)
+
+    async with connect(answer_after_another_row) as client:
+        result = await client.call_tool("execute_query", {"query": sql})
+    assert "An approval holds for exactly 1 row" in responder.asked[0].message
+    assert result.is_error
+    assert "affected 2 rows, but was approved for the 1 row" in _text(result)
+    unchanged = [(60, "stale one"), (61, "stale two")]
+    assert pg.rows("SELECT id, body FROM notes WHERE id IN (60, 61) ORDER BY id") == unchanged
+    assert [decision for decision, logged in audit_decisions(audit) if logged == sql][-3:] == [
+        "requested",
+        "accepted",
+        "failed",
+    ]
+
+
 async def test_declined_drop_changes_nothing(connect: ClientFactory, pg: PgDatabase, audit: SqliteAuditStore) -> None:
     responder = Responder(action="decline")
     async with connect(responder) as client:

@@ -188,6 +188,41 @@ async def test_input_required_era_asks_again_when_the_schema_changed(demo_db: Pa
     assert rows(demo_db, "SELECT invoice_id FROM shadow") == [(2,)]
 
 
+def add_void_invoice(path: Path) -> None:
+    connection = sqlite3.connect(path)
+    with connection:
+        connection.execute("INSERT INTO invoices VALUES (9, 2, 100, 'void', '2026-11-01')")
+    connection.close()
+
+
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+async def test_an_approval_holds_only_for_the_rows_the_question_showed(demo_db: Path, mode: str) -> None:
+    """The question showed 1 row; another void invoice arrived while the person was deciding. The approved
+    statement would now delete 2: it is rolled back and the call fails, in both eras."""
+    query = "DELETE FROM invoices WHERE status = 'void'"
+    responder = Responder()
+
+    async def answer_after_another_row(context: Any, params: Any) -> ElicitResult:
+        add_void_invoice(demo_db)
+        return await responder(context, params)
+
+    async with (
+        in_process_server(demo_db) as (server, audit),
+        Client(server, mode=mode, elicitation_callback=answer_after_another_row) as client,
+    ):
+        result = await client.call_tool("execute_query", {"query": query})
+        decisions = [decision for decision, sql in audit_decisions(audit) if sql == query]
+    (question,) = responder.asked
+    assert "1 row would be affected" in question.message
+    assert "An approval holds for exactly 1 row" in question.message
+    assert result.is_error
+    assert "affected 2 rows, but was approved for the 1 row its preview showed" in result.content[0].text  # type: ignore[union-attr]
+    assert result.structured_content is not None
+    assert result.structured_content["status"] == "failed"
+    assert rows(demo_db, "SELECT id FROM invoices WHERE status = 'void' ORDER BY id") == [(7,), (9,)]
+    assert decisions == ["requested", "accepted", "failed"]
+
+
 async def test_replayed_approval_runs_the_statement_once(demo_db: Path) -> None:
     """2026-07-28: sending the same accepted answer and sealed requestState twice executes once."""
     query = "INSERT INTO users (name, email, created_at) VALUES ('Replay', 'replay@example.com', '2026-01-01')"

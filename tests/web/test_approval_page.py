@@ -8,6 +8,7 @@ from __future__ import annotations
 import base64
 import os
 import shutil
+import sqlite3
 import sys
 import urllib.error
 import urllib.parse
@@ -117,7 +118,9 @@ async def decide_in_browser(link: str, button: str, justification: str, shot: st
             await page.goto(link)
             assert QUERY in (await page.inner_text("#statement")).replace("\n", " ")
             assert "data change (delete)" in await page.inner_text("#classification")
-            assert "1 row would be affected" in await page.inner_text("#impact")
+            impact = await page.inner_text("#impact")
+            assert "1 row would be affected" in impact
+            assert "An approval holds for exactly 1 row" in impact
             assert "mcp" in await page.inner_text("#caller")
             await page.fill("#justification", justification)
             await page.screenshot(path=str(ARTIFACTS / f"{shot}-before.png"), full_page=True)
@@ -170,6 +173,31 @@ async def test_approve_on_the_page_runs_the_statement(served: tuple[ServerProces
         urllib.request.urlopen(used, timeout=10)
     gone.value.close()
     assert gone.value.code == 410
+
+
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+async def test_an_approval_on_the_page_holds_only_for_the_rows_shown(
+    served: tuple[ServerProcess, Path, Path], mode: str
+) -> None:
+    """The page showed 1 row; a second void invoice arrived before the approver decided: nothing is deleted."""
+    require_chromium()
+    server, database, audit = served
+    async with waiting_call(server.url, mode) as (responder, results):
+        connection = sqlite3.connect(database)
+        with connection:
+            connection.execute("INSERT INTO invoices VALUES (9, 2, 100, 'void', '2026-11-01')")
+        connection.close()
+        message = await decide_in_browser(
+            responder.urls[0], "approve", "Removing voided invoice per OPS-42", f"approve-stale-{mode}"
+        )
+    assert "Approved by alice" in message
+    (result,) = results
+    assert result.is_error
+    assert result.structured_content is not None
+    assert result.structured_content["status"] == "failed"
+    assert "affected 2 rows, but was approved for the 1 row" in result.structured_content["message"]
+    assert rows(database, "SELECT id FROM invoices WHERE status = 'void' ORDER BY id") == [(7,), (9,)]
+    assert [d for d, _ in audit_records(audit)] == ["requested", "accepted", "failed"]
 
 
 @pytest.mark.parametrize("mode", ["legacy", "auto"])

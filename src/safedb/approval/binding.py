@@ -11,6 +11,9 @@ from dataclasses import asdict, dataclass
 
 from safedb.sql.classification import Classification
 
+_VERSION = 2
+"""Tickets of an earlier version (without `rows_shown`) are not ours: their question is asked again."""
+
 
 def digest(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
@@ -29,15 +32,18 @@ class ApprovalTicket:
     """SHA-256 of the client the question was put to; an answer counts only from the same client."""
     expires: float
     """Unix time after which an answer no longer counts."""
+    rows_shown: int | None
+    """The row count the question showed; an approval holds for that many rows (None: no count shown)."""
 
     @classmethod
-    def issue(cls, classification: Classification, ttl: float, caller: str) -> ApprovalTicket:
+    def issue(cls, classification: Classification, ttl: float, caller: str, rows_shown: int | None) -> ApprovalTicket:
         return cls(
             id=uuid.uuid4().hex,
             statement=digest(classification.statement),
             changes=changes_digest(classification),
             caller=digest(caller),
             expires=time.time() + ttl,
+            rows_shown=rows_shown,
         )
 
     def covers(self, classification: Classification, caller: str) -> bool:
@@ -53,7 +59,7 @@ class ApprovalTicket:
         return time.time() >= self.expires
 
     def encode(self) -> str:
-        return json.dumps({"v": 1, **asdict(self)}, separators=(",", ":"))
+        return json.dumps({"v": _VERSION, **asdict(self)}, separators=(",", ":"))
 
     @classmethod
     def decode(cls, text: str | None) -> ApprovalTicket | None:
@@ -62,14 +68,16 @@ class ApprovalTicket:
             return None
         try:
             data = json.loads(text)
-            if data.pop("v") != 1:
+            if data.pop("v") != _VERSION:
                 return None
+            rows_shown = data["rows_shown"]
             return cls(
                 id=str(data["id"]),
                 statement=str(data["statement"]),
                 changes=str(data["changes"]),
                 caller=str(data["caller"]),
                 expires=float(data["expires"]),
+                rows_shown=None if rows_shown is None else int(rows_shown),
             )
         except (ValueError, KeyError, TypeError, AttributeError):
             return None

@@ -27,6 +27,8 @@ class WebApproval:
     environment: str
     classification: Classification
     impact: tuple[str, ...]
+    rows_shown: int | None
+    """The row count the impact showed, which an approval holds for; None when it showed none."""
     caller: str
     created: float
     expires: float
@@ -57,6 +59,7 @@ class ApprovalBoard:
         environment: str,
         classification: Classification,
         impact: tuple[str, ...],
+        rows_shown: int | None,
         caller: str,
         timeout: float,
         min_justification: int,
@@ -69,6 +72,7 @@ class ApprovalBoard:
             environment=environment,
             classification=classification,
             impact=impact,
+            rows_shown=rows_shown,
             caller=caller,
             created=now,
             expires=now + timeout,

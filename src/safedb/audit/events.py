@@ -32,7 +32,8 @@ class AuditDecision(StrEnum):
     EXECUTED = "executed"
     """The statement ran and committed; `rows_affected` says how many rows it changed."""
     FAILED = "failed"
-    """The statement ran and the database raised an error (`error`); its transaction was rolled back."""
+    """The statement ran and was rolled back: the database raised an error, or it affected another number of
+    rows than the approved preview showed (`error` says which)."""
 
 
 def decision_for_verdict(verdict: Verdict) -> AuditDecision:

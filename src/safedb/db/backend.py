@@ -45,6 +45,7 @@ class Impact:
 
     lines: tuple[str, ...]
     rows_affected: int | None = None
+    """Rows the statement itself would change, counted by a dry run; None when not counted."""
 
 
 @dataclass(frozen=True)
@@ -92,8 +93,13 @@ class Database(Protocol):
         """Measure the effect of a changing statement without keeping it."""
         ...
 
-    async def write(self, approved: Classification) -> WriteOutcome:
-        """Run an approved statement in its own transaction; it must still do only what was approved."""
+    async def write(self, approved: Classification, approved_rows: int | None = None) -> WriteOutcome:
+        """Run an approved statement in its own transaction; it must still do only what was approved.
+
+        Raises:
+            RowCountChanged: `approved_rows` is the count the person was shown (`Impact.rows_affected`),
+                and the statement affected another number of rows; it was rolled back.
+        """
         ...
 
     async def list_tables(self) -> list[TableInfo]: ...

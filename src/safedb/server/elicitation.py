@@ -13,7 +13,7 @@ import logging
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager, nullcontext
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import anyio
@@ -47,14 +47,24 @@ class Reply:
     """The validated form; None when declined, cancelled, or the content did not fit the form."""
     request_id: str
     """Links the question and its answer (the ticket id on 2026-07-28)."""
+    rows_shown: int | None = None
+    """The row count the question showed, which an approval holds for; None when it showed none."""
+
+
+@dataclass(frozen=True)
+class Prompt:
+    """The question's text, and the row count it shows (`Reply.rows_shown`)."""
+
+    text: str
+    rows_shown: int | None = None
 
 
 @dataclass(frozen=True)
 class Question:
-    """What the channel needs from the caller: the text, built only when asked, and a hook run just
+    """What the channel needs from the caller: the prompt, built only when asked, and a hook run just
     before the question goes out (the server records it in the audit log there)."""
 
-    text: Callable[[], Awaitable[str]]
+    prompt: Callable[[], Awaitable[Prompt]]
     asking: Callable[[str], Awaitable[None]]
     """Called with the request id before the question is sent; if it raises, nothing is asked."""
     caller: str = ""
@@ -123,10 +133,11 @@ class ApprovalChannel:
         if uses_input_required(ctx):
             return await self._ask_input_required(ctx, classification, question)
         request_id = uuid.uuid4().hex
-        text = await question.text()
+        prompt = await question.prompt()
         await question.asking(request_id)
         async with progress_while_waiting(ctx, self._keepalive, "Waiting for approval"):
-            return await self._elicit(ctx, text, question, request_id)
+            reply = await self._elicit(ctx, prompt.text, question, request_id)
+        return replace(reply, rows_shown=prompt.rows_shown)
 
     async def _elicit(self, ctx: Context[Any, Any], text: str, question: Question, request_id: str) -> Reply:
         params = ElicitRequestFormParams(message=text, requested_schema=requested_schema(question.form))
@@ -157,11 +168,11 @@ class ApprovalChannel:
         if isinstance(response, ElicitResult) and ticket is not None and ticket.covers(classification, question.caller):
             if ticket.expired:
                 return Reply(Answer.TIMEOUT, None, ticket.id)
-            return _reply(response, question.form, ticket.id)
-        ticket = ApprovalTicket.issue(classification, question.timeout, question.caller)
-        text = await question.text()
+            return replace(_reply(response, question.form, ticket.id), rows_shown=ticket.rows_shown)
+        prompt = await question.prompt()
+        ticket = ApprovalTicket.issue(classification, question.timeout, question.caller, prompt.rows_shown)
         await question.asking(ticket.id)
-        params = ElicitRequestFormParams(message=text, requested_schema=requested_schema(question.form))
+        params = ElicitRequestFormParams(message=prompt.text, requested_schema=requested_schema(question.form))
         request = ElicitRequest(params=params)
         return InputRequiredResult(input_requests={APPROVAL_KEY: request}, request_state=ticket.encode())
 

@@ -3,19 +3,21 @@
 from __future__ import annotations
 
 import logging
+from dataclasses import replace
 from typing import Annotated, Any
 
 from mcp.server.mcpserver import Context
 from mcp_types import CallToolResult, InputRequiredResult
 from pydantic import Field
 
+from safedb import wording
 from safedb.approval.display import visible_statement
 from safedb.approval.verification import Decision, Verdict, decide
 from safedb.audit import AuditDecision, AuditStore, AuditWriteFailed, decision_for_verdict
-from safedb.db.backend import TableDescription
+from safedb.db.backend import Impact, TableDescription
 from safedb.errors import ApprovalReused, DeniedByPolicy, QueryFailed, SafeDBError
 from safedb.server.auditing import CallAudit, describe_caller
-from safedb.server.elicitation import ApprovalChannel, Question, Reply, client_can_elicit
+from safedb.server.elicitation import ApprovalChannel, Prompt, Question, Reply, client_can_elicit
 from safedb.server.rendering import error_result, format_table, rows_result, text_result, write_result
 from safedb.server.targets import ServedTarget, ServedTargets, UnknownTarget
 from safedb.server.web_channel import WebApprovalChannel, WebQuestion, client_can_open_urls
@@ -127,7 +129,7 @@ class SafeDBTools:
         )
         if not decision.approved:
             return _decision_result(decision)
-        return await self._run(served, classification, audit)
+        return await self._run(served, classification, audit, reply.rows_shown)
 
     async def _ask(
         self, ctx: Context[Any, Any], served: ServedTarget, classification: Classification, audit: CallAudit
@@ -138,10 +140,12 @@ class SafeDBTools:
             if not client_can_open_urls(ctx):
                 await audit.record(AuditDecision.REFUSED, error=NEEDS_URL_ELICITATION)
                 return error_result(NEEDS_URL_ELICITATION)
+            impact = await self._impact(served, classification)
             question = WebQuestion(
                 target=served.name,
                 environment=str(served.target.environment),
-                impact=await self._impact(served, classification),
+                impact=impact.lines,
+                rows_shown=impact.rows_affected,
                 caller=audit.caller,
                 timeout=policy.approval_timeout,
                 min_justification=policy.min_justification,
@@ -151,7 +155,7 @@ class SafeDBTools:
             await audit.record(AuditDecision.REFUSED, error=NEEDS_ELICITATION)
             return error_result(NEEDS_ELICITATION)
         form = Question(
-            text=lambda: self._question(served, classification),
+            prompt=lambda: self._prompt(served, classification),
             asking=audit.asking,
             caller=audit.caller,
             form=served.form,
@@ -159,8 +163,10 @@ class SafeDBTools:
         )
         return await self.channel.ask(ctx, classification, form)
 
-    async def _run(self, served: ServedTarget, classification: Classification, audit: CallAudit) -> CallToolResult:
-        outcome = await served.database.write(classification)
+    async def _run(
+        self, served: ServedTarget, classification: Classification, audit: CallAudit, approved_rows: int | None = None
+    ) -> CallToolResult:
+        outcome = await served.database.write(classification, approved_rows)
         result = write_result(classification, outcome, self.text_rows)
         try:
             await audit.record(AuditDecision.EXECUTED, rows_affected=outcome.rows_affected, error=None)
@@ -194,13 +200,19 @@ class SafeDBTools:
             return error_result(f"There is no table or view named {name!r}. Use list_tables to see the names.")
         return _description_result(description)
 
-    async def _impact(self, served: ServedTarget, classification: Classification) -> tuple[str, ...]:
+    async def _impact(self, served: ServedTarget, classification: Classification) -> Impact:
+        """The preview, and what an approval of a counted change holds for."""
         try:
-            return (await served.database.preview(classification)).lines
+            impact = await served.database.preview(classification)
         except SafeDBError as exc:
-            return (f"preview unavailable ({exc})",)
+            return Impact(lines=(f"preview unavailable ({exc})",))
+        if impact.rows_affected is None:
+            return impact
+        rows = wording.rows(impact.rows_affected)
+        holds = f"An approval holds for exactly {rows}: if the statement affects any other number, it is rolled back."
+        return replace(impact, lines=(*impact.lines, holds))
 
-    async def _question(self, served: ServedTarget, classification: Classification) -> str:
+    async def _prompt(self, served: ServedTarget, classification: Classification) -> Prompt:
         lines = [
             "SafeDB needs your approval before running a statement that changes the database.",
             "",
@@ -210,7 +222,8 @@ class SafeDBTools:
         ]
         if any(change.via or change.detail for change in classification.changes):
             lines.append("Details: " + "; ".join(str(change) for change in classification.changes))
-        lines.extend(f"Impact: {line}" for line in await self._impact(served, classification))
+        impact = await self._impact(served, classification)
+        lines.extend(f"Impact: {line}" for line in impact.lines)
         lines.append(f"Target: {served.name} ({served.target.environment}, {served.database.label})")
         lines.append("")
         rules = served.rules
@@ -223,7 +236,7 @@ class SafeDBTools:
         if rules.type_target_name:
             closing += f" Type the target name ({served.name}) to confirm."
         lines.append(closing)
-        return "\n".join(lines)
+        return Prompt("\n".join(lines), impact.rows_affected)
 
 
 def _decision_result(decision: Decision) -> CallToolResult:

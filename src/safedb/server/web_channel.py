@@ -36,6 +36,8 @@ class WebQuestion:
     target: str
     environment: str
     impact: tuple[str, ...]
+    rows_shown: int | None
+    """The row count `impact` shows, which an approval holds for; None when it shows none."""
     caller: str
     timeout: float
     min_justification: int
@@ -65,7 +67,7 @@ class WebApprovalChannel:
         """The approver's decision as a `Reply`, or (2026-07-28) the question to hand back to the client."""
         if uses_input_required(ctx):
             return await self._ask_input_required(ctx, classification, question, asking)
-        ticket = ApprovalTicket.issue(classification, question.timeout, question.caller)
+        ticket = ApprovalTicket.issue(classification, question.timeout, question.caller, question.rows_shown)
         approval = self._open(ticket, classification, question)
         await asking(approval.id)
         try:
@@ -105,7 +107,7 @@ class WebApprovalChannel:
             if approval.verdict is BoardVerdict.PENDING and not approval.expired:
                 return self._question(ctx, approval, ticket)
             return _reply(approval)
-        ticket = ApprovalTicket.issue(classification, question.timeout, question.caller)
+        ticket = ApprovalTicket.issue(classification, question.timeout, question.caller, question.rows_shown)
         approval = self._open(ticket, classification, question)
         await asking(approval.id)
         return self._question(ctx, approval, ticket)
@@ -117,6 +119,7 @@ class WebApprovalChannel:
             environment=question.environment,
             classification=classification,
             impact=question.impact,
+            rows_shown=question.rows_shown,
             caller=question.caller,
             timeout=question.timeout,
             min_justification=question.min_justification,
@@ -151,7 +154,7 @@ def _reply(approval: WebApproval) -> Reply:
             justification=f"{approval.approver}: {approval.justification}",
             environment=approval.environment.capitalize(),  # type: ignore[arg-type]
         )
-        return Reply(Answer.ACCEPT, verification, approval.id)
+        return Reply(Answer.ACCEPT, verification, approval.id, approval.rows_shown)
     if approval.verdict is BoardVerdict.REJECTED:
         return Reply(Answer.DECLINE, None, approval.id)
     return Reply(Answer.TIMEOUT, None, approval.id)

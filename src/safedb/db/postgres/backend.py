@@ -34,7 +34,7 @@ from safedb.db.postgres.connections import (
 from safedb.db.postgres.impact import measure_impact
 from safedb.db.postgres.results import fetch_capped, pg_value
 from safedb.db.results import CappedRows
-from safedb.errors import QueryTimeout
+from safedb.errors import QueryTimeout, RowCountChanged
 from safedb.sql.classification import Classification
 from safedb.sql.postgres_classifier import PostgresStatement, analyze_statement
 from safedb.sql.postgres_functions import function_changes
@@ -122,22 +122,27 @@ class PostgresDatabase:
         statement = analyze_statement(classification.statement)
         return await measure_impact(self._pools, statement, classification, self.limits)
 
-    async def write(self, approved: Classification) -> WriteOutcome:
+    async def write(self, approved: Classification, approved_rows: int | None = None) -> WriteOutcome:
         statement = analyze_statement(approved.statement)
         seconds = self.limits.statement_timeout
         with _client_deadline(seconds):
             async with self._pools.writer() as connection, translated_errors(seconds):
                 if not statement.in_transaction:
                     await set_statement_timeout(connection, seconds, local=False)
-                    return await self._run(connection, statement)
-                async with connection.transaction():
+                    return await self._run(connection, statement, None)
+                async with connection.transaction():  # rolls back when `_run` raises
                     await set_statement_timeout(connection, seconds)
-                    return await self._run(connection, statement)
+                    return await self._run(connection, statement, approved_rows)
 
-    async def _run(self, connection: Connection, statement: PostgresStatement) -> WriteOutcome:
+    async def _run(
+        self, connection: Connection, statement: PostgresStatement, approved_rows: int | None
+    ) -> WriteOutcome:
         cursor = connection.cursor()
         async with connection.pipeline():
             await cursor.execute(statement.text)
+        # Counted as the dry run counts (`impact._data_impact`); data changes always run in a transaction.
+        if approved_rows is not None and max(cursor.rowcount, 0) != approved_rows:
+            raise RowCountChanged(approved_rows, max(cursor.rowcount, 0))
         returned = None
         if cursor.description:
             returned = await fetch_capped(cursor, [column.name for column in cursor.description], self.limits)

@@ -17,6 +17,7 @@ from dataclasses import dataclass, replace
 import anyio
 import psycopg
 
+from safedb import wording
 from safedb.db.backend import Impact, QueryLimits
 from safedb.db.postgres import catalog
 from safedb.db.postgres.connections import (
@@ -214,7 +215,7 @@ async def _data_impact(
     if obstacles:
         reasons = "; ".join(f"{o.relation}: {o.reason}" for o in obstacles)
         estimate = await _planner_estimate(pools, statement, seconds)
-        about = f"about {_rows(estimate)}" if estimate is not None else "an unknown number of rows"
+        about = f"about {wording.rows(estimate)}" if estimate is not None else "an unknown number of rows"
         line = (
             f"Impact preview: {about} would be affected ({verbs}), by the planner's estimate; no dry run ({reasons})."
         )
@@ -225,7 +226,7 @@ async def _data_impact(
         async with connection.pipeline():
             await cursor.execute(statement.text)
         rows = max(cursor.rowcount, 0)
-    line = f"{_rows(rows)} would be affected ({verbs}), measured by a dry run that was rolled back."
+    line = f"{wording.rows(rows)} would be affected ({verbs}), measured by a dry run that was rolled back."
     return Impact(lines=(line,), rows_affected=rows)
 
 
@@ -321,7 +322,7 @@ async def _object_line(connection: Connection, kind: ChangeKind, target: Databas
             return None
         relkind, size, estimate = row
         count = await _exact_count(connection, target) if relkind in ("r", "p", "m") else None
-        rows = _rows(count) if count is not None else f"about {_rows(max(int(estimate), 0))}"
+        rows = wording.rows(count) if count is not None else f"about {wording.rows(max(int(estimate), 0))}"
         held = f"{rows}, {_bytes(int(size))}" if relkind in ("r", "p", "m") else _bytes(int(size))
         if kind in (ChangeKind.DROP, ChangeKind.TRUNCATE):
             return f"{verb} {target}: {held} will be lost."
@@ -348,10 +349,6 @@ async def _exact_count(connection: Connection, target: DatabaseObject) -> int | 
     except psycopg.errors.QueryCanceled:
         return None
     return int(row[0]) if row else None
-
-
-def _rows(count: int) -> str:
-    return f"{count:,} row" + ("" if count == 1 else "s")
 
 
 def _bytes(size: int) -> str:

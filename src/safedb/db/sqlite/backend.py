@@ -28,7 +28,7 @@ from safedb.db.sqlite.connections import Authorizer, GuardedConnection, quote_id
 from safedb.db.sqlite.impact import measure_impact
 from safedb.db.sqlite.inspector import inspect_statement, schema_version, shadow_table_names
 from safedb.db.sqlite.known_statements import KnownStatements
-from safedb.errors import QueryFailed, QueryTimeout
+from safedb.errors import QueryFailed, QueryTimeout, RowCountChanged
 from safedb.inline_work import INLINE_BUDGET, RecentDuration
 from safedb.sql.classification import ChangeKind, Classification, ObjectType
 from safedb.sql.sqlite_actions import (
@@ -231,14 +231,19 @@ class SqliteDatabase:
 
         return await self._in_thread(work)
 
-    async def write(self, approved: Classification) -> WriteOutcome:
+    async def write(self, approved: Classification, approved_rows: int | None = None) -> WriteOutcome:
         def run(connection: sqlite3.Connection) -> WriteOutcome:
-            return self._run_approved(connection, approved)
+            return self._run_approved(connection, approved, approved_rows)
 
         if _in_transaction(approved) and self._recent_writes.within_budget():
             # Rolled back when it fails: a lock, past the budget, or an error the worker thread will report.
-            with contextlib.suppress(QueryFailed), self._recent_writes.timing():
-                return self._inline(self._inline_writer, run)
+            try:
+                with self._recent_writes.timing():
+                    return self._inline(self._inline_writer, run)
+            except RowCountChanged:
+                raise
+            except QueryFailed:
+                pass
 
         def work() -> WriteOutcome:
             with self._writer.session(self.limits.statement_timeout) as connection:
@@ -246,7 +251,9 @@ class SqliteDatabase:
 
         return await self._in_thread(work)
 
-    def _run_approved(self, connection: sqlite3.Connection, approved: Classification) -> WriteOutcome:
+    def _run_approved(
+        self, connection: sqlite3.Connection, approved: Classification, approved_rows: int | None
+    ) -> WriteOutcome:
         in_transaction = _in_transaction(approved)
         if in_transaction:
             connection.execute("BEGIN IMMEDIATE")
@@ -257,6 +264,10 @@ class SqliteDatabase:
             columns = [column[0] for column in cursor.description or ()]
             returned = fetch_capped(cursor, columns, self.limits) if columns else None
             cursor.fetchall()  # finish the statement even when RETURNING rows were capped
+            # Counted as the dry run counts (`measure_impact`); only data changes have a count, and they
+            # always run in a transaction.
+            if approved_rows is not None and max(cursor.rowcount, 0) != approved_rows:
+                raise RowCountChanged(approved_rows, max(cursor.rowcount, 0))
             if in_transaction:
                 connections.commit(connection)
         except BaseException as exc:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Callable
 
+from safedb import wording
 from safedb.db.backend import Impact
 from safedb.db.sqlite.connections import quote_identifier, roll_back, was_stopped
 from safedb.sql.classification import ChangeCategory, ChangeKind, Classification, ObjectType
@@ -43,9 +44,9 @@ def _dry_run(connection: sqlite3.Connection, classification: Classification, aut
         connection.set_authorizer(None)
         roll_back(connection)
     verb = ", ".join(str(kind) for kind in classification.kinds)
-    line = f"{_rows(direct)} would be affected ({verb}), measured by a dry run that was rolled back"
+    line = f"{wording.rows(direct)} would be affected ({verb}), measured by a dry run that was rolled back"
     if total > direct:
-        line += f"; {_rows(total)} in all, including changes made by triggers"
+        line += f"; {wording.rows(total)} in all, including changes made by triggers"
     return Impact(lines=(line + ".",), rows_affected=direct)
 
 
@@ -59,9 +60,9 @@ def _schema_lines(connection: sqlite3.Connection, classification: Classification
         if count is None:
             continue
         if change.kind is ChangeKind.DROP:
-            lines.append(f"DROP TABLE {target.name}: {_rows(count)} will be lost.")
+            lines.append(f"DROP TABLE {target.name}: {wording.rows(count)} will be lost.")
         else:
-            lines.append(f"{str(change.kind).upper()} {target}: the table holds {_rows(count)}.")
+            lines.append(f"{str(change.kind).upper()} {target}: the table holds {wording.rows(count)}.")
     return lines
 
 
@@ -76,7 +77,3 @@ def _row_count(connection: sqlite3.Connection, table: str, schema: str | None) -
             raise
         return None
     return int(count)
-
-
-def _rows(count: int) -> str:
-    return f"{count:,} row" + ("" if count == 1 else "s")
