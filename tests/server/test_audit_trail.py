@@ -12,7 +12,7 @@ from mcp_types import ElicitResult
 
 from safedb.audit import AuditQuery, verify
 from safedb.settings import Policy
-from tests.helpers import Responder, in_process_server
+from tests.helpers import Responder, in_process_server, rows
 
 pytestmark = pytest.mark.anyio
 
@@ -65,6 +65,32 @@ async def test_timed_out_is_recorded(demo_db: Path) -> None:
 
     records = await run(demo_db, DELETE_ONE, never, "legacy", policy=Policy(approval_timeout=1))
     assert [str(r.decision) for r in records] == ["requested", "timed_out"]
+
+
+async def test_a_call_cancelled_while_its_question_waits_is_recorded(demo_db: Path) -> None:
+    """The client gives up on the call (`notifications/cancelled`) while the person is still deciding."""
+    asked = anyio.Event()
+
+    async def undecided(context: Any, params: Any) -> ElicitResult:
+        asked.set()
+        await anyio.sleep(60)
+        raise AssertionError("unreachable")
+
+    async with (
+        in_process_server(demo_db) as (server, audit),
+        Client(server, mode="legacy", elicitation_callback=undecided) as client,
+    ):
+        async with anyio.create_task_group() as group:
+            group.start_soon(client.call_tool, "execute_query", {"query": DELETE_ONE})
+            with anyio.fail_after(10):
+                await asked.wait()
+            group.cancel_scope.cancel()
+        with anyio.fail_after(10):
+            while len(records := list(audit.records(AuditQuery()))) < 2:
+                await anyio.sleep(0.05)
+    assert [str(r.decision) for r in records] == ["requested", "cancelled"]
+    assert "cancelled while its question waited" in (records[1].error or "")
+    assert rows(demo_db, "SELECT count(*) FROM invoices WHERE id = 1") == [(1,)]
 
 
 async def test_failed_execution_is_recorded_with_the_error(demo_db: Path) -> None:

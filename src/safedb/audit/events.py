@@ -20,6 +20,7 @@ class AuditDecision(StrEnum):
     """The person accepted and the approval rules passed; the statement is about to run."""
     DECLINED = "declined"
     CANCELLED = "cancelled"
+    """The person cancelled, or the call was cancelled while its question waited (`error` says so)."""
     NOT_CONFIRMED = "not_confirmed"
     """The person answered the form but left `confirm` false."""
     BLOCKED = "blocked"

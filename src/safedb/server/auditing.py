@@ -2,14 +2,21 @@
 
 from __future__ import annotations
 
+import contextlib
 import uuid
 from typing import Any
 
+import anyio
 from mcp.server.mcpserver import Context
 
-from safedb.audit import AuditDecision, AuditEvent, AuditStore
+from safedb.audit import AuditDecision, AuditEvent, AuditStore, AuditWriteFailed
 from safedb.errors import ApprovalReused
 from safedb.sql.classification import Classification
+
+ABANDONED = "The call was cancelled while its question waited (the client gave up, or the server stopped)."
+
+# Seconds a cancelled call may take to record that it was cancelled before it ends anyway.
+_ABANDON_RECORD_SECONDS = 5.0
 
 
 def describe_caller(ctx: Context[Any, Any]) -> str:
@@ -34,6 +41,7 @@ class CallAudit:
         self._sql = sql
         self.request_id = uuid.uuid4().hex
         self._classification: Classification | None = None
+        self._asked = False
 
     def classified(self, classification: Classification) -> None:
         self._classification = classification
@@ -42,6 +50,16 @@ class CallAudit:
         """The question is about to go out under `request_id`: record that it was requested."""
         self.request_id = request_id
         await self.record(AuditDecision.REQUESTED)
+        self._asked = True
+
+    async def abandoned(self) -> None:
+        """This call was cancelled while waiting for the answer to a question it put: record the question as
+        cancelled, unless it was answered meanwhile. Shielded from the cancellation, and bounded."""
+        if not self._asked:
+            return
+        with anyio.move_on_after(_ABANDON_RECORD_SECONDS, shield=True):
+            with contextlib.suppress(ApprovalReused, AuditWriteFailed):
+                await self.record_answer(AuditDecision.CANCELLED, error=ABANDONED)
 
     async def record(self, decision: AuditDecision, **fields: Any) -> None:
         await self._store.record(self._event(decision, fields))

@@ -6,6 +6,7 @@ import logging
 from dataclasses import replace
 from typing import Annotated, Any
 
+import anyio
 from mcp.server.mcpserver import Context
 from mcp_types import CallToolResult, InputRequiredResult
 from pydantic import Field
@@ -115,7 +116,11 @@ class SafeDBTools:
         if not served.needs_approval(classification):
             await audit.record_answer(AuditDecision.ACCEPTED, justification=NO_APPROVAL_NEEDED)
             return await self._run(served, classification, audit)
-        reply = await self._ask(ctx, served, classification, audit)
+        try:
+            reply = await self._ask(ctx, served, classification, audit)
+        except anyio.get_cancelled_exc_class():
+            await audit.abandoned()
+            raise
         if isinstance(reply, CallToolResult | InputRequiredResult):
             return reply
         audit.request_id = reply.request_id
