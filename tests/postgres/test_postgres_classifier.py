@@ -241,3 +241,11 @@ def test_a_statement_past_the_length_limit_is_refused_plainly() -> None:
 )
 def test_statements_that_run_outside_a_transaction(sql: str, in_transaction: bool) -> None:
     assert analyze_statement(sql).in_transaction is in_transaction
+
+
+@pytest.mark.parametrize(
+    "sql", ["DELETE FROM accounts WHERE id = 1", "SELECT 1" + " + 1" * 5000], ids=["short", "long"]
+)
+def test_an_analyzed_statement_is_remembered(sql: str) -> None:
+    """One approved call analyzes its statement up to four times; the parse happens once."""
+    assert analyze_statement(sql) is analyze_statement(sql)

@@ -214,6 +214,34 @@ async def test_reject_on_the_page_changes_nothing(served: tuple[ServerProcess, P
     assert [d for d, _ in audit_records(audit)] == ["requested", "declined"]
 
 
+async def test_a_cancelled_call_withdraws_its_approval(served: tuple[ServerProcess, Path, Path]) -> None:
+    """The client gives up on the call while the approval waits: the page no longer offers it for a decision."""
+    server, database, audit = served
+    responder = UrlResponder()
+    async with (
+        Client(server.url, mode="legacy", elicitation_callback=responder) as client,
+        anyio.create_task_group() as group,
+    ):
+        group.start_soon(client.call_tool, "execute_query", {"query": QUERY, "target": "prod"})
+        with anyio.fail_after(30):
+            await responder.seen.wait()
+        group.cancel_scope.cancel()
+    link = responder.urls[0]
+    token = urllib.parse.parse_qs(urllib.parse.urlsplit(link).query)["t"][0]
+    fields = {"t": token, "csrf": "x", "decision": "approve", "justification": "a justification long enough"}
+    with anyio.fail_after(10):
+        while [d for d, _ in audit_records(audit)] != ["requested", "cancelled"]:
+            await anyio.sleep(0.05)
+    with pytest.raises(urllib.error.HTTPError) as shown:
+        urllib.request.urlopen(urllib.request.Request(link, headers={"Authorization": BASIC}), timeout=10)
+    page = shown.value.read().decode()
+    shown.value.close()
+    assert shown.value.code == 410
+    assert "Nothing waits for this approval" in page
+    assert post(link, fields, {"Authorization": BASIC}) == 410
+    assert rows(database, "SELECT count(*) FROM invoices WHERE status = 'void'") == [(1,)]
+
+
 async def test_cross_site_and_unauthenticated_posts_are_refused(served: tuple[ServerProcess, Path, Path]) -> None:
     server, database, _ = served
     async with waiting_call(server.url, "legacy") as (responder, results):

@@ -16,6 +16,8 @@ class BoardVerdict(StrEnum):
     PENDING = "pending"
     APPROVED = "approved"
     REJECTED = "rejected"
+    WITHDRAWN = "withdrawn"
+    """Nothing waits for a decision any more: the client declined to open the page, or the call ended."""
 
 
 @dataclass
@@ -97,6 +99,12 @@ class ApprovalBoard:
         approval.justification = justification
         approval.decided.set()
         return True
+
+    def withdraw(self, approval: WebApproval) -> None:
+        """Nothing waits for this approval any more: if undecided (and not expired), it can no longer be decided."""
+        if approval.verdict is BoardVerdict.PENDING and not approval.expired:
+            approval.verdict = BoardVerdict.WITHDRAWN
+            approval.decided.set()
 
     def _forget_old(self) -> None:
         """Drop approvals that ended more than an hour ago."""

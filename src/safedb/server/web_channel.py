@@ -69,6 +69,16 @@ class WebApprovalChannel:
             return await self._ask_input_required(ctx, classification, question, asking)
         ticket = ApprovalTicket.issue(classification, question.timeout, question.caller, question.rows_shown)
         approval = self._open(ticket, classification, question)
+        try:
+            return await self._elicit_and_wait(ctx, approval, asking)
+        finally:
+            # Declined or cancelled at the client, or the call itself cancelled: nothing waits for a decision.
+            self.board.withdraw(approval)
+
+    async def _elicit_and_wait(
+        self, ctx: Context[Any, Any], approval: WebApproval, asking: Callable[[str], Awaitable[None]]
+    ) -> Reply:
+        """Handshake era: send the link, and wait for the approver's decision once the client consents."""
         await asking(approval.id)
         try:
             consent = await ctx.session.elicit_url(
@@ -100,6 +110,8 @@ class WebApprovalChannel:
         if isinstance(response, ElicitResult) and ticket is not None and ticket.covers(classification, question.caller):
             approval = self.board.get(ticket.id)
             if response.action != "accept" or approval is None:
+                if approval is not None:
+                    self.board.withdraw(approval)
                 answer = Answer.DECLINE if response.action == "decline" else Answer.CANCEL
                 return Reply(answer, None, ticket.id)
             with anyio.move_on_after(min(RETRY_WAIT, max(approval.expires - time.time(), 0))):

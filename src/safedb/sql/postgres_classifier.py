@@ -108,9 +108,19 @@ def _large_stack_parser() -> ThreadPoolExecutor:
 def analyze_statement(sql: str) -> PostgresStatement:
     """Classify `sql`, which must hold exactly one statement.
 
+    The result depends on the text alone, and one approved call needs it up to four times (classify,
+    preview, write, read), so results are remembered: the most recent 1,024 statements up to
+    `_SHORT_STATEMENT_CHARS`, and the most recent 4 longer ones (which take up to a second to parse).
+
     Raises:
         EmptyStatement, MultipleStatements, InvalidStatement, TransactionControl, DeniedByPolicy.
     """
+    if len(sql) <= _SHORT_STATEMENT_CHARS:
+        return _remembered_short(sql)
+    return _remembered_long(sql)
+
+
+def _analyze(sql: str) -> PostgresStatement:
     raw, text = parse_one(sql)
     node = raw.stmt
     if node is None:
@@ -138,6 +148,10 @@ def analyze_statement(sql: str) -> PostgresStatement:
         functions=functions,
         in_transaction=not runs_outside_transaction(node),
     )
+
+
+_remembered_short = functools.lru_cache(maxsize=1024)(_analyze)
+_remembered_long = functools.lru_cache(maxsize=4)(_analyze)
 
 
 def _procedure(node: ast.CallStmt) -> DatabaseObject:

@@ -40,6 +40,8 @@ def approval_routes(board: ApprovalBoard, approvers: Sequence[Approver]) -> list
         approval = board.get(request.path_params["approval_id"])
         if approval is None or token is None or not hmac.compare_digest(token, approval.link_token):
             return respond("Unknown approval", "This approval link is not valid.", 404)
+        if approval.verdict is BoardVerdict.WITHDRAWN:
+            return respond("Withdrawn", "Nothing waits for this approval any more (the call ended); nothing runs.", 410)
         if approval.verdict is not BoardVerdict.PENDING:
             return respond("Already decided", f"This approval was already {approval.verdict}; the link is used.", 410)
         if approval.expired:
