@@ -9,6 +9,7 @@
     │   ├── TransactionControl
     │   ├── InvalidStatement      the database cannot prepare it (syntax error, unknown table...)
     │   └── DeniedByPolicy        on the deny list (extension loading, files outside allowed paths...)
+    │       └── TemporaryObject   it creates a temporary object, which no later call could use
     ├── QueryFailed               the database raised an error while running the statement
     │   ├── QueryTimeout          the statement ran past its time limit and was interrupted
     │   └── RowCountChanged       it affected another number of rows than the approved preview showed
@@ -66,6 +67,15 @@ class InvalidStatement(StatementRefused):
 
 class DeniedByPolicy(StatementRefused):
     """The statement is on the deny list."""
+
+
+class TemporaryObject(DeniedByPolicy):
+    def __init__(self) -> None:
+        super().__init__(
+            "Temporary tables, views, triggers, indexes and sequences last only as long as one database session, "
+            "and SafeDB does not keep sessions between calls: no later statement could use one. Nothing was run; "
+            "create a regular one instead."
+        )
 
 
 class QueryFailed(SafeDBError):

@@ -10,7 +10,14 @@ import pytest
 
 from safedb.db.sqlite.connections import GuardedConnection, open_inspector
 from safedb.db.sqlite.inspector import inspect_statement, leading_keyword, shadow_table_names
-from safedb.errors import EmptyStatement, InvalidStatement, MultipleStatements, QueryFailed, TransactionControl
+from safedb.errors import (
+    EmptyStatement,
+    InvalidStatement,
+    MultipleStatements,
+    QueryFailed,
+    TemporaryObject,
+    TransactionControl,
+)
 from safedb.sql.classification import ChangeKind
 
 SETUP = """
@@ -94,7 +101,6 @@ def test_reads_are_read_only(inspector: GuardedConnection, sql: str) -> None:
         ("REINDEX items_name", (ChangeKind.REINDEX,)),
         ("ANALYZE", (ChangeKind.ANALYZE,)),
         ("SELECT load_extension('evil')", (ChangeKind.LOAD_EXTENSION,)),
-        ("CREATE TEMP TABLE scratch (a)", (ChangeKind.CREATE,)),
     ],
 )
 def test_changes_are_classified(inspector: GuardedConnection, sql: str, kinds: tuple[ChangeKind, ...]) -> None:
@@ -115,6 +121,11 @@ def test_changes_are_classified(inspector: GuardedConnection, sql: str, kinds: t
         ("SELEC 1", InvalidStatement),
         ("SELECT * FROM no_such_table", InvalidStatement),
         ("SELECT 1\x00; DROP TABLE items", InvalidStatement),
+        ("CREATE TEMP TABLE scratch (a)", TemporaryObject),
+        ("CREATE TABLE temp.scratch (a)", TemporaryObject),
+        ("CREATE TEMPORARY VIEW v AS SELECT 1", TemporaryObject),
+        ("CREATE TRIGGER temp.t AFTER INSERT ON main.items BEGIN DELETE FROM items; END", TemporaryObject),
+        ("CREATE VIRTUAL TABLE temp.words USING fts5(word)", TemporaryObject),
     ],
 )
 def test_refused_statements(inspector: GuardedConnection, sql: str, error: type[Exception]) -> None:

@@ -13,6 +13,7 @@ from safedb.errors import (
     InvalidStatement,
     MultipleStatements,
     StatementRefused,
+    TemporaryObject,
     TransactionControl,
 )
 from safedb.sql.classification import ChangeKind as K
@@ -119,6 +120,13 @@ def test_tree_changes(sql: str, kinds: set[K]) -> None:
         ("EXPLAIN ANALYZE EXECUTE p", DeniedByPolicy, "EXECUTE"),
         ("SELEC 1", InvalidStatement, "syntax error"),
         ("SELECT 'unterminated", InvalidStatement, "cannot parse"),
+        ("CREATE TEMP TABLE scratch (id int)", TemporaryObject, "Temporary"),
+        ("CREATE TABLE pg_temp.scratch (id int)", TemporaryObject, "Temporary"),
+        ("CREATE TEMP VIEW v AS SELECT 1", TemporaryObject, "Temporary"),
+        ("CREATE TEMPORARY SEQUENCE s", TemporaryObject, "Temporary"),
+        ("CREATE TEMP TABLE t AS SELECT * FROM accounts", TemporaryObject, "Temporary"),
+        ("SELECT * INTO TEMP t FROM accounts", TemporaryObject, "Temporary"),
+        ("EXPLAIN ANALYZE CREATE TEMP TABLE t AS SELECT 1", TemporaryObject, "Temporary"),
     ],
 )
 def test_refusals(sql: str, error: type[StatementRefused], words: str) -> None:

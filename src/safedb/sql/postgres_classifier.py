@@ -21,7 +21,7 @@ from safedb.errors import DeniedByPolicy, EmptyStatement, InvalidStatement, Mult
 from safedb.sql.classification import Change, ChangeKind, Classification, DatabaseObject, ObjectType
 from safedb.sql.postgres_functions import FunctionRef
 from safedb.sql.postgres_tree import QualifiedName, option_enabled, string_constant, strings, walk
-from safedb.sql.postgres_utility import runs_outside_transaction, utility_changes
+from safedb.sql.postgres_utility import refuse_temporary, runs_outside_transaction, utility_changes
 
 # Statements whose expressions are evaluated when they run (function calls in them execute).
 _EXECUTING = (ast.SelectStmt, ast.InsertStmt, ast.UpdateStmt, ast.DeleteStmt, ast.MergeStmt, ast.CreateTableAsStmt)
@@ -125,6 +125,7 @@ def _analyze(sql: str) -> PostgresStatement:
     node = raw.stmt
     if node is None:
         raise EmptyStatement
+    refuse_temporary(node.query if isinstance(node, ast.ExplainStmt) and node.query is not None else node)
     root = type(node).__name__
     if isinstance(node, ast.VariableShowStmt):
         return PostgresStatement(Classification(statement=sql), text, root)

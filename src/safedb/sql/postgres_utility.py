@@ -13,7 +13,7 @@ from pglast import ast
 from pglast.enums import ObjectType as PgObjectType
 from pglast.enums import ReindexObjectType, TransactionStmtKind
 
-from safedb.errors import DeniedByPolicy, TransactionControl
+from safedb.errors import DeniedByPolicy, TemporaryObject, TransactionControl
 from safedb.sql.classification import Change, ChangeKind, DatabaseObject, ObjectType
 from safedb.sql.postgres_tree import QualifiedName, option_enabled, strings
 
@@ -159,6 +159,27 @@ def refuse_session_statement(node: ast.Node) -> None:
         raise TransactionControl(_TRANSACTION_VERBS.get(TransactionStmtKind(node.kind or 0), "transaction control"))
     if isinstance(node, ast.VariableSetStmt):
         refuse_variable_set(node)
+
+
+def refuse_temporary(node: ast.Node) -> None:
+    """Temporary relations live in one session, and each writer session is reset (`DISCARD ALL`) after a call."""
+    relation = _created_relation(node)
+    if relation is not None and (relation.relpersistence == "t" or (relation.schemaname or "").startswith("pg_temp")):
+        raise TemporaryObject
+
+
+def _created_relation(node: ast.Node) -> ast.RangeVar | None:
+    if isinstance(node, ast.CreateStmt):
+        return node.relation
+    if isinstance(node, ast.ViewStmt):
+        return node.view
+    if isinstance(node, ast.CreateSeqStmt):
+        return node.sequence
+    if isinstance(node, ast.CreateTableAsStmt):
+        return node.into.rel if node.into is not None else None
+    if isinstance(node, ast.SelectStmt):
+        return node.intoClause.rel if node.intoClause is not None else None
+    return None
 
 
 def _drop(node: ast.DropStmt) -> list[Change]:
@@ -416,4 +437,4 @@ def runs_outside_transaction(node: ast.Node) -> bool:
     )
 
 
-__all__ = ["object_name", "runs_outside_transaction", "strings", "target", "utility_changes"]
+__all__ = ["object_name", "refuse_temporary", "runs_outside_transaction", "strings", "target", "utility_changes"]

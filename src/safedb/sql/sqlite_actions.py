@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from enum import IntEnum
 from typing import NamedTuple
 
-from safedb.errors import TransactionControl
+from safedb.errors import TemporaryObject, TransactionControl
 from safedb.sql.classification import Change, ChangeKind, Classification, DatabaseObject, ObjectType
 from safedb.sql.structure import StatementShape
 
@@ -236,10 +236,16 @@ def classify_events(
 
     Raises:
         TransactionControl: the statement begins, ends or names a transaction or savepoint.
+        TemporaryObject: the statement creates an object in the `temp` schema, which lives on one
+            connection only.
     """
     for event in events:
         if event.code in (Action.TRANSACTION, Action.SAVEPOINT):
             raise TransactionControl(" ".join(part for part in (event.arg1, event.arg2) if part))
+        # Every new temporary object is recorded in the temp schema's catalog (`CREATE TRIGGER temp.t ON
+        # main.t` reports its trigger as main's, but not this).
+        if event.code == Action.INSERT and is_schema_table(event.arg1) and event.schema == "temp":
+            raise TemporaryObject
 
     program_writes = bool(write_opcodes)
     events = [event for event in events if not _is_shadow_row_access(event, shadow_tables)]
