@@ -11,6 +11,7 @@ import pytest
 from safedb.db.sqlite.connections import GuardedConnection, open_inspector
 from safedb.db.sqlite.inspector import inspect_statement, leading_keyword, shadow_table_names
 from safedb.errors import (
+    DeniedByPolicy,
     EmptyStatement,
     InvalidStatement,
     MultipleStatements,
@@ -126,6 +127,8 @@ def test_changes_are_classified(inspector: GuardedConnection, sql: str, kinds: t
         ("CREATE TEMPORARY VIEW v AS SELECT 1", TemporaryObject),
         ("CREATE TRIGGER temp.t AFTER INSERT ON main.items BEGIN DELETE FROM items; END", TemporaryObject),
         ("CREATE VIRTUAL TABLE temp.words USING fts5(word)", TemporaryObject),
+        ("SELECT sql FROM sqlite_stmt", DeniedByPolicy),
+        ("SELECT (SELECT group_concat(sql) FROM main.SQLITE_STMT)", DeniedByPolicy),
     ],
 )
 def test_refused_statements(inspector: GuardedConnection, sql: str, error: type[Exception]) -> None:

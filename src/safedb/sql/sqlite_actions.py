@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from enum import IntEnum
 from typing import NamedTuple
 
-from safedb.errors import TemporaryObject, TransactionControl
+from safedb.errors import DeniedByPolicy, TemporaryObject, TransactionControl
 from safedb.sql.classification import Change, ChangeKind, Classification, DatabaseObject, ObjectType
 from safedb.sql.structure import StatementShape
 
@@ -238,6 +238,8 @@ def classify_events(
         TransactionControl: the statement begins, ends or names a transaction or savepoint.
         TemporaryObject: the statement creates an object in the `temp` schema, which lives on one
             connection only.
+        DeniedByPolicy: the statement reads `sqlite_stmt`, which lists what SafeDB's connections have
+            prepared: other clients' statements among them.
     """
     for event in events:
         if event.code in (Action.TRANSACTION, Action.SAVEPOINT):
@@ -246,6 +248,11 @@ def classify_events(
         # main.t` reports its trigger as main's, but not this).
         if event.code == Action.INSERT and is_schema_table(event.arg1) and event.schema == "temp":
             raise TemporaryObject
+        if event.code == Action.READ and (event.arg1 or "").lower() == "sqlite_stmt":
+            raise DeniedByPolicy(
+                "sqlite_stmt lists the statements prepared on SafeDB's connections, which all clients share, "
+                "so it would show other clients' queries; it is not available. Nothing was run."
+            )
 
     program_writes = bool(write_opcodes)
     events = [event for event in events if not _is_shadow_row_access(event, shadow_tables)]
