@@ -190,6 +190,25 @@ async def test_session_state_of_an_approved_statement_does_not_outlive_the_call(
     assert follow_up.returned.rows != (("7MB",),)
 
 
+async def test_a_count_postgresql_does_not_report_is_not_shown_or_held_to(pg: PgDatabase) -> None:
+    """PostgreSQL counts the rows a statement returns, not those its data-modifying WITH queries change."""
+    pg.rows("INSERT INTO notes VALUES (70, 'cte one'), (71, 'cte two')")
+    try:
+        in_select, in_delete, plain = await pg.previews(
+            "WITH d AS (DELETE FROM notes WHERE body LIKE 'cte%' RETURNING 1) SELECT count(*) FROM d",
+            "WITH d AS (DELETE FROM notes WHERE id = 70 RETURNING id) "
+            "DELETE FROM notes WHERE id IN (SELECT id + 1 FROM d)",
+            "DELETE FROM notes WHERE body LIKE 'cte%'",
+        )
+        assert pg.rows("SELECT count(*) FROM notes WHERE body LIKE 'cte%'") == [(2,)]
+    finally:
+        pg.rows("DELETE FROM notes WHERE id IN (70, 71)")
+    assert in_select.rows_affected is None
+    assert in_delete.rows_affected is None
+    assert "does not report how many rows" in in_select.lines[0]
+    assert plain.rows_affected == 2
+
+
 async def test_preview_never_advances_a_sequence(pg: PgDatabase) -> None:
     before = pg.rows("SELECT last_value, is_called FROM accounts_id_seq")
     insert, delete = await pg.previews(

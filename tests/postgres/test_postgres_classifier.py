@@ -127,6 +127,8 @@ def test_tree_changes(sql: str, kinds: set[K]) -> None:
         ("CREATE TEMP TABLE t AS SELECT * FROM accounts", TemporaryObject, "Temporary"),
         ("SELECT * INTO TEMP t FROM accounts", TemporaryObject, "Temporary"),
         ("EXPLAIN ANALYZE CREATE TEMP TABLE t AS SELECT 1", TemporaryObject, "Temporary"),
+        ("CREATE FUNCTION pg_temp.f() RETURNS int AS 'SELECT 1' LANGUAGE sql", TemporaryObject, "Temporary"),
+        ("CREATE DOMAIN pg_temp.positive AS int CHECK (VALUE > 0)", TemporaryObject, "Temporary"),
     ],
 )
 def test_refusals(sql: str, error: type[StatementRefused], words: str) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sqlite3
 from pathlib import Path
 from typing import Any
 
@@ -10,7 +11,8 @@ import pytest
 from mcp.client.client import Client
 from mcp_types import ElicitResult
 
-from safedb.audit import AuditQuery, verify
+from safedb.audit import AuditQuery, SqliteAuditStore, verify
+from safedb.server.auditing import CallAudit
 from safedb.settings import Policy
 from tests.helpers import Responder, in_process_server, rows
 
@@ -91,6 +93,38 @@ async def test_a_call_cancelled_while_its_question_waits_is_recorded(demo_db: Pa
     assert [str(r.decision) for r in records] == ["requested", "cancelled"]
     assert "cancelled while its question waited" in (records[1].error or "")
     assert rows(demo_db, "SELECT count(*) FROM invoices WHERE id = 1") == [(1,)]
+
+
+async def test_recording_a_cancelled_call_does_not_wait_for_a_busy_log(tmp_path: Path) -> None:
+    """Another connection holds the audit log's write lock (SafeDB waits up to 30 s for it): the cancelled call
+    still ends after the few seconds `abandoned` allows, so a stopping server does not hang on its waiting calls."""
+    store = SqliteAuditStore.open(tmp_path / "audit.db")
+    audit = CallAudit(store, "test", "client", DELETE_ONE)
+    await audit.asking("question-1")
+    other = sqlite3.connect(tmp_path / "audit.db", isolation_level=None)
+    other.execute("BEGIN IMMEDIATE")
+    ended = anyio.Event()
+
+    async def waiting_call() -> None:
+        try:
+            await anyio.sleep(60)
+        except anyio.get_cancelled_exc_class():
+            await audit.abandoned()
+            raise
+        finally:
+            ended.set()
+
+    try:
+        with anyio.fail_after(15):  # well short of the log's 30 s busy timeout
+            async with anyio.create_task_group() as group:
+                group.start_soon(waiting_call)
+                await anyio.sleep(0.2)
+                group.cancel_scope.cancel()
+            await ended.wait()
+    finally:
+        other.execute("ROLLBACK")
+        other.close()
+        store.close()
 
 
 async def test_failed_execution_is_recorded_with_the_error(demo_db: Path) -> None:

@@ -223,6 +223,58 @@ async def test_an_approval_holds_only_for_the_rows_the_question_showed(demo_db: 
     assert decisions == ["requested", "accepted", "failed"]
 
 
+@pytest.mark.parametrize(
+    ("setup", "query", "meanwhile", "shown"),
+    [
+        # Python's sqlite3 reports no row count for a statement that begins with WITH.
+        ("", "WITH s AS (SELECT 'void') DELETE FROM invoices WHERE status IN s", "", "1 row"),
+        # The trigger's rows are part of what is approved.
+        (
+            "CREATE TABLE siblings (invoice_id INTEGER);"
+            "CREATE TRIGGER note_siblings AFTER DELETE ON invoices BEGIN "
+            "INSERT INTO siblings SELECT id FROM invoices WHERE user_id = old.user_id; END;",
+            "DELETE FROM invoices WHERE id = 7",
+            "INSERT INTO invoices VALUES (10, 1, 500, 'paid', '2026-11-02')",
+            "2 rows",
+        ),
+        # Rows changed through a view's INSTEAD OF trigger.
+        (
+            "CREATE VIEW void_invoices AS SELECT * FROM invoices WHERE status = 'void';"
+            "CREATE TRIGGER void_delete INSTEAD OF DELETE ON void_invoices BEGIN "
+            "DELETE FROM invoices WHERE id = old.id; END;",
+            "DELETE FROM void_invoices",
+            "",
+            "1 row",
+        ),
+    ],
+    ids=["with-clause", "trigger-rows", "instead-of-view"],
+)
+async def test_an_approval_holds_for_every_row_the_question_counted(
+    demo_db: Path, setup: str, query: str, meanwhile: str, shown: str
+) -> None:
+    """What changes while the person decides is caught however the statement reaches its rows."""
+    connection = sqlite3.connect(demo_db)
+    connection.executescript(setup)
+    connection.close()
+    responder = Responder()
+
+    async def answer_after_a_change(context: Any, params: Any) -> ElicitResult:
+        add_void_invoice(demo_db)
+        if meanwhile:
+            connection = sqlite3.connect(demo_db)
+            with connection:
+                connection.execute(meanwhile)
+            connection.close()
+        return await responder(context, params)
+
+    async with connected(demo_db, answer_after_a_change, mode="legacy") as client:
+        result = await client.call_tool("execute_query", {"query": query})
+    assert f"An approval holds for exactly {shown}" in responder.asked[0].message
+    assert result.is_error, result.content
+    assert "was approved for the " + shown in result.content[0].text  # type: ignore[union-attr]
+    assert rows(demo_db, "SELECT count(*) FROM invoices WHERE status = 'void'") == [(2,)]
+
+
 async def test_replayed_approval_runs_the_statement_once(demo_db: Path) -> None:
     """2026-07-28: sending the same accepted answer and sealed requestState twice executes once."""
     query = "INSERT INTO users (name, email, created_at) VALUES ('Replay', 'replay@example.com', '2026-01-01')"

@@ -60,8 +60,11 @@ class ThreadedAuditStore(Generic[WriterT]):
         return await self._append_soon(event, True)
 
     async def _append_soon(self, event: AuditEvent, first_answer: bool) -> AuditRecord | None:
-        """`append` from the event loop: in a worker thread, unless a store knows a cheaper way."""
-        return await anyio.to_thread.run_sync(self.append, event, first_answer)
+        """`append` from the event loop: in a worker thread, unless a store knows a cheaper way.
+
+        A cancelled caller stops waiting at once, even for a write lock held elsewhere; the append may still
+        complete in its thread (a record is written whole or not at all)."""
+        return await anyio.to_thread.run_sync(self.append, event, first_answer, abandon_on_cancel=True)
 
     async def query(self, query: AuditQuery) -> Sequence[AuditRecord]:
         return await anyio.to_thread.run_sync(lambda: list(self.records(query)))

@@ -45,7 +45,9 @@ class Impact:
 
     lines: tuple[str, ...]
     rows_affected: int | None = None
-    """Rows the statement itself would change, counted by a dry run; None when not counted."""
+    """Rows the statement would change, counted by a dry run (on SQLite with its triggers' rows; PostgreSQL
+    makes a dry run only without triggers); None when not counted. An approval holds for exactly this many
+    (`Database.write`)."""
 
 
 @dataclass(frozen=True)

@@ -214,7 +214,10 @@ class SafeDBTools:
         if impact.rows_affected is None:
             return impact
         rows = wording.rows(impact.rows_affected)
-        holds = f"An approval holds for exactly {rows}: if the statement affects any other number, it is rolled back."
+        holds = (
+            f"An approval holds for exactly {rows}, as counted above: if the statement changes any other number, "
+            "it is rolled back."
+        )
         return replace(impact, lines=(*impact.lines, holds))
 
     async def _prompt(self, served: ServedTarget, classification: Classification) -> Prompt:

@@ -17,11 +17,16 @@ from pglast import ast, parse_sql
 from pglast.enums import OnConflictAction
 from pglast.parser import ParseError
 
-from safedb.errors import DeniedByPolicy, EmptyStatement, InvalidStatement, MultipleStatements
+from safedb.errors import DeniedByPolicy, EmptyStatement, InvalidStatement, MultipleStatements, TemporaryObject
 from safedb.sql.classification import Change, ChangeKind, Classification, DatabaseObject, ObjectType
 from safedb.sql.postgres_functions import FunctionRef
 from safedb.sql.postgres_tree import QualifiedName, option_enabled, string_constant, strings, walk
-from safedb.sql.postgres_utility import refuse_temporary, runs_outside_transaction, utility_changes
+from safedb.sql.postgres_utility import (
+    refuse_temporary,
+    runs_outside_transaction,
+    temporary_schema,
+    utility_changes,
+)
 
 # Statements whose expressions are evaluated when they run (function calls in them execute).
 _EXECUTING = (ast.SelectStmt, ast.InsertStmt, ast.UpdateStmt, ast.DeleteStmt, ast.MergeStmt, ast.CreateTableAsStmt)
@@ -47,6 +52,9 @@ class PostgresStatement:
     """A SELECT or VALUES that can be read through a server-side cursor."""
     uses_default: bool = False
     """The statement writes column defaults (INSERT, or `DEFAULT` in UPDATE/MERGE)."""
+    counts_changed_rows: bool = False
+    """PostgreSQL's row count for it is the rows it changes: a plain INSERT, UPDATE, DELETE or MERGE, with no
+    data-modifying query in its WITH clause (whose rows the count leaves out)."""
 
     def with_changes(self, extra: list[Change]) -> Classification:
         changes = tuple(dict.fromkeys((*self.classification.changes, *extra)))
@@ -136,6 +144,8 @@ def _analyze(sql: str) -> PostgresStatement:
     if isinstance(node, _EXECUTING):
         return _executing(sql, text, node)
     changes = utility_changes(node)
+    if any(change.kind is ChangeKind.CREATE and temporary_schema(change.target.schema) for change in changes):
+        raise TemporaryObject  # a function, type, domain... in pg_temp
     functions: tuple[FunctionRef, ...] = ()
     if isinstance(node, ast.CallStmt):
         # The procedure itself is the CALL change; functions in its arguments are judged like any other.
@@ -288,4 +298,12 @@ def _executing(sql: str, text: str, node: ast.Node) -> PostgresStatement:
         relations=tuple(dict.fromkeys(found.relations)),
         cursor_read=cursor_read,
         uses_default=uses_default or any(c.kind in (ChangeKind.UPSERT, ChangeKind.MERGE) for c in found.changes),
+        counts_changed_rows=isinstance(node, _DML) and not any(isinstance(cte.ctequery, _DML) for cte in _ctes(node)),
     )
+
+
+def _ctes(node: ast.Node) -> tuple[ast.CommonTableExpr, ...]:
+    """The common table expressions of a statement's own WITH clause (where data-modifying ones must be)."""
+    clause = getattr(node, "withClause", None)
+    ctes = (clause.ctes if clause is not None else None) or ()
+    return tuple(cte for cte in ctes if isinstance(cte, ast.CommonTableExpr))

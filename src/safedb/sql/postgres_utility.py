@@ -164,8 +164,13 @@ def refuse_session_statement(node: ast.Node) -> None:
 def refuse_temporary(node: ast.Node) -> None:
     """Temporary relations live in one session, and each writer session is reset (`DISCARD ALL`) after a call."""
     relation = _created_relation(node)
-    if relation is not None and (relation.relpersistence == "t" or (relation.schemaname or "").startswith("pg_temp")):
+    if relation is not None and (relation.relpersistence == "t" or temporary_schema(relation.schemaname)):
         raise TemporaryObject
+
+
+def temporary_schema(schema: str | None) -> bool:
+    """`pg_temp`, or a session's own `pg_temp_N`."""
+    return (schema or "").startswith("pg_temp")
 
 
 def _created_relation(node: ast.Node) -> ast.RangeVar | None:
@@ -437,4 +442,12 @@ def runs_outside_transaction(node: ast.Node) -> bool:
     )
 
 
-__all__ = ["object_name", "refuse_temporary", "runs_outside_transaction", "strings", "target", "utility_changes"]
+__all__ = [
+    "object_name",
+    "refuse_temporary",
+    "runs_outside_transaction",
+    "strings",
+    "target",
+    "temporary_schema",
+    "utility_changes",
+]

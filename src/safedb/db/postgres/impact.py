@@ -226,6 +226,13 @@ async def _data_impact(
         async with connection.pipeline():
             await cursor.execute(statement.text)
         rows = max(cursor.rowcount, 0)
+    if not statement.counts_changed_rows:
+        # e.g. `WITH d AS (DELETE ...) SELECT count(*) FROM d`: PostgreSQL counts the rows the SELECT returns.
+        line = (
+            f"Impact preview: the dry run ({verbs}) finished and was rolled back; PostgreSQL does not report how many "
+            "rows the data-modifying queries in its WITH clause change."
+        )
+        return Impact(lines=(line,))
     line = f"{wording.rows(rows)} would be affected ({verbs}), measured by a dry run that was rolled back."
     return Impact(lines=(line,), rows_affected=rows)
 

@@ -25,7 +25,7 @@ from safedb.db.backend import (
 from safedb.db.results import fetch_capped
 from safedb.db.sqlite import connections
 from safedb.db.sqlite.connections import Authorizer, GuardedConnection, quote_identifier
-from safedb.db.sqlite.impact import measure_impact
+from safedb.db.sqlite.impact import measure_impact, rows_changed
 from safedb.db.sqlite.inspector import inspect_statement, schema_version, shadow_table_names
 from safedb.db.sqlite.known_statements import KnownStatements
 from safedb.errors import QueryFailed, QueryTimeout, RowCountChanged
@@ -258,16 +258,18 @@ class SqliteDatabase:
         if in_transaction:
             connection.execute("BEGIN IMMEDIATE")
         try:
+            total_before = connection.total_changes
             connection.set_authorizer(approved_only(approved, shadow_table_names(connection)))
             cursor = connection.execute(approved.statement)
             connection.set_authorizer(None)
             columns = [column[0] for column in cursor.description or ()]
             returned = fetch_capped(cursor, columns, self.limits) if columns else None
             cursor.fetchall()  # finish the statement even when RETURNING rows were capped
-            # Counted as the dry run counts (`measure_impact`); only data changes have a count, and they
-            # always run in a transaction.
-            if approved_rows is not None and max(cursor.rowcount, 0) != approved_rows:
-                raise RowCountChanged(approved_rows, max(cursor.rowcount, 0))
+            # Only data changes have a count to hold to, and they always run in a transaction.
+            if approved_rows is not None:
+                _, total = rows_changed(connection, total_before)
+                if total != approved_rows:
+                    raise RowCountChanged(approved_rows, total)
             if in_transaction:
                 connections.commit(connection)
         except BaseException as exc:

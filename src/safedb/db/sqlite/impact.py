@@ -26,6 +26,18 @@ def measure_impact(connection: sqlite3.Connection, classification: Classificatio
     return Impact(lines=tuple(_schema_lines(connection, classification)))
 
 
+def rows_changed(connection: sqlite3.Connection, total_before: int) -> tuple[int, int]:
+    """Rows the statement that just completed changed: its own, and in all (its triggers' included), given
+    `connection.total_changes` from before it ran. The dry run and the approved run count the same way.
+
+    Not `cursor.rowcount`: Python's sqlite3 reports -1 for a statement that begins with `WITH`. Rows that
+    REPLACE deletes to resolve a conflict count in neither (SQLite's own counters leave them out).
+    """
+    total = connection.total_changes - total_before
+    (own,) = connection.execute("SELECT changes()").fetchone() if total else (0,)
+    return int(own), total
+
+
 def _dry_run(connection: sqlite3.Connection, classification: Classification, authorizer: Authorizer) -> Impact:
     connection.execute("BEGIN IMMEDIATE")
     try:
@@ -34,8 +46,8 @@ def _dry_run(connection: sqlite3.Connection, classification: Classification, aut
         cursor = connection.execute(classification.statement)
         while cursor.fetchmany(256):
             pass
-        direct = max(cursor.rowcount, 0)
-        total = connection.total_changes - before
+        connection.set_authorizer(None)
+        own, total = rows_changed(connection, before)
     except sqlite3.Error as exc:
         if was_stopped(exc):
             raise
@@ -44,10 +56,10 @@ def _dry_run(connection: sqlite3.Connection, classification: Classification, aut
         connection.set_authorizer(None)
         roll_back(connection)
     verb = ", ".join(str(kind) for kind in classification.kinds)
-    line = f"{wording.rows(direct)} would be affected ({verb}), measured by a dry run that was rolled back"
-    if total > direct:
+    line = f"{wording.rows(own)} would be affected ({verb}), measured by a dry run that was rolled back"
+    if total > own:
         line += f"; {wording.rows(total)} in all, including changes made by triggers"
-    return Impact(lines=(line + ".",), rows_affected=direct)
+    return Impact(lines=(line + ".",), rows_affected=total)
 
 
 def _schema_lines(connection: sqlite3.Connection, classification: Classification) -> list[str]:
