@@ -9,6 +9,7 @@ from enum import StrEnum
 
 import anyio
 
+from safedb.db.backend import Impact
 from safedb.sql.classification import Classification
 
 
@@ -28,9 +29,8 @@ class WebApproval:
     target: str
     environment: str
     classification: Classification
-    impact: tuple[str, ...]
-    rows_shown: int | None
-    """The row count the impact showed, which an approval holds for; None when it showed none."""
+    impact: Impact
+    """The preview the page shows; an approval holds for its row count (`Impact.rows_affected`)."""
     caller: str
     created: float
     expires: float
@@ -60,8 +60,7 @@ class ApprovalBoard:
         target: str,
         environment: str,
         classification: Classification,
-        impact: tuple[str, ...],
-        rows_shown: int | None,
+        impact: Impact,
         caller: str,
         timeout: float,
         min_justification: int,
@@ -74,7 +73,6 @@ class ApprovalBoard:
             environment=environment,
             classification=classification,
             impact=impact,
-            rows_shown=rows_shown,
             caller=caller,
             created=now,
             expires=now + timeout,

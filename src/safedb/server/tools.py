@@ -145,12 +145,10 @@ class SafeDBTools:
             if not client_can_open_urls(ctx):
                 await audit.record(AuditDecision.REFUSED, error=NEEDS_URL_ELICITATION)
                 return error_result(NEEDS_URL_ELICITATION)
-            impact = await self._impact(served, classification)
             question = WebQuestion(
                 target=served.name,
                 environment=str(served.target.environment),
-                impact=impact.lines,
-                rows_shown=impact.rows_affected,
+                impact=await self._impact(served, classification),
                 caller=audit.caller,
                 timeout=policy.approval_timeout,
                 min_justification=policy.min_justification,

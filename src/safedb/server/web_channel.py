@@ -22,6 +22,7 @@ from mcp_types import ElicitRequest, ElicitRequestURLParams, ElicitResult, Input
 from safedb.approval.binding import ApprovalTicket
 from safedb.approval.board import ApprovalBoard, BoardVerdict, WebApproval
 from safedb.approval.verification import Answer, SafetyVerification
+from safedb.db.backend import Impact
 from safedb.server.elicitation import APPROVAL_KEY, Reply, progress_while_waiting, uses_input_required
 from safedb.sql.classification import Classification
 
@@ -35,9 +36,7 @@ RETRY_WAIT = 20.0
 class WebQuestion:
     target: str
     environment: str
-    impact: tuple[str, ...]
-    rows_shown: int | None
-    """The row count `impact` shows, which an approval holds for; None when it shows none."""
+    impact: Impact
     caller: str
     timeout: float
     min_justification: int
@@ -67,7 +66,7 @@ class WebApprovalChannel:
         """The approver's decision as a `Reply`, or (2026-07-28) the question to hand back to the client."""
         if uses_input_required(ctx):
             return await self._ask_input_required(ctx, classification, question, asking)
-        ticket = ApprovalTicket.issue(classification, question.timeout, question.caller, question.rows_shown)
+        ticket = ApprovalTicket.issue(classification, question.timeout, question.caller, question.impact.rows_affected)
         approval = self._open(ticket, classification, question)
         try:
             return await self._elicit_and_wait(ctx, approval, asking)
@@ -119,7 +118,7 @@ class WebApprovalChannel:
             if approval.verdict is BoardVerdict.PENDING and not approval.expired:
                 return self._question(ctx, approval, ticket)
             return _reply(approval)
-        ticket = ApprovalTicket.issue(classification, question.timeout, question.caller, question.rows_shown)
+        ticket = ApprovalTicket.issue(classification, question.timeout, question.caller, question.impact.rows_affected)
         approval = self._open(ticket, classification, question)
         await asking(approval.id)
         return self._question(ctx, approval, ticket)
@@ -131,7 +130,6 @@ class WebApprovalChannel:
             environment=question.environment,
             classification=classification,
             impact=question.impact,
-            rows_shown=question.rows_shown,
             caller=question.caller,
             timeout=question.timeout,
             min_justification=question.min_justification,
@@ -166,7 +164,7 @@ def _reply(approval: WebApproval) -> Reply:
             justification=f"{approval.approver}: {approval.justification}",
             environment=approval.environment.capitalize(),  # type: ignore[arg-type]
         )
-        return Reply(Answer.ACCEPT, verification, approval.id, approval.rows_shown)
+        return Reply(Answer.ACCEPT, verification, approval.id, approval.impact.rows_affected)
     if approval.verdict is BoardVerdict.REJECTED:
         return Reply(Answer.DECLINE, None, approval.id)
     return Reply(Answer.TIMEOUT, None, approval.id)

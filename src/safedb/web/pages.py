@@ -41,7 +41,7 @@ def highlighted_sql(sql: str) -> str:
 def approval_page(approval: WebApproval, csrf: str, min_justification: int) -> str:
     classification = approval.classification
     changes = "".join(f"<li>{escape(str(change))}</li>" for change in classification.changes)
-    impact = "".join(f"<li>{escape(line)}</li>" for line in approval.impact) or "<li>No preview.</li>"
+    impact = "".join(f"<li>{escape(line)}</li>" for line in approval.impact.lines) or "<li>No preview.</li>"
     production = approval.environment == "production"
     warning = (
         f"<p class=warning>This is a <strong>production</strong> database. Approving needs a justification of at "

@@ -266,10 +266,8 @@ class SqliteDatabase:
             returned = fetch_capped(cursor, columns, self.limits) if columns else None
             cursor.fetchall()  # finish the statement even when RETURNING rows were capped
             # Only data changes have a count to hold to, and they always run in a transaction.
-            if approved_rows is not None:
-                _, total = rows_changed(connection, total_before)
-                if total != approved_rows:
-                    raise RowCountChanged(approved_rows, total)
+            if approved_rows is not None and (total := rows_changed(connection, total_before)) != approved_rows:
+                raise RowCountChanged(approved_rows, total)
             if in_transaction:
                 connections.commit(connection)
         except BaseException as exc:

@@ -26,16 +26,14 @@ def measure_impact(connection: sqlite3.Connection, classification: Classificatio
     return Impact(lines=tuple(_schema_lines(connection, classification)))
 
 
-def rows_changed(connection: sqlite3.Connection, total_before: int) -> tuple[int, int]:
-    """Rows the statement that just completed changed: its own, and in all (its triggers' included), given
+def rows_changed(connection: sqlite3.Connection, total_before: int) -> int:
+    """Rows the statement that just completed changed in all (its triggers' included), given
     `connection.total_changes` from before it ran. The dry run and the approved run count the same way.
 
     Not `cursor.rowcount`: Python's sqlite3 reports -1 for a statement that begins with `WITH`. Rows that
-    REPLACE deletes to resolve a conflict count in neither (SQLite's own counters leave them out).
+    REPLACE deletes to resolve a conflict are not counted (SQLite's own counters leave them out).
     """
-    total = connection.total_changes - total_before
-    (own,) = connection.execute("SELECT changes()").fetchone() if total else (0,)
-    return int(own), total
+    return connection.total_changes - total_before
 
 
 def _dry_run(connection: sqlite3.Connection, classification: Classification, authorizer: Authorizer) -> Impact:
@@ -47,7 +45,9 @@ def _dry_run(connection: sqlite3.Connection, classification: Classification, aut
         while cursor.fetchmany(256):
             pass
         connection.set_authorizer(None)
-        own, total = rows_changed(connection, before)
+        total = rows_changed(connection, before)
+        # The statement's own rows, without its triggers' (shown, not bound).
+        (own,) = connection.execute("SELECT changes()").fetchone() if total else (0,)
     except sqlite3.Error as exc:
         if was_stopped(exc):
             raise
