@@ -23,7 +23,8 @@ Fsync = Callable[[int], None]
 
 
 class DiskSyncs:
-    """Counts the fsyncs of one file, passing them on to the real `os.fsync` (or failing them on demand)."""
+    """Counts the syncs of one file, passing them on to the real `os.fdatasync` (`os.fsync` where there is
+    none), or failing them on demand."""
 
     def __init__(self, real_fsync: Fsync) -> None:
         self._real_fsync = real_fsync
@@ -44,8 +45,9 @@ class DiskSyncs:
 
 @pytest.fixture
 def wal_syncs(monkeypatch: pytest.MonkeyPatch) -> DiskSyncs:
-    syncs = DiskSyncs(os.fsync)
-    monkeypatch.setattr(os, "fsync", syncs)
+    name = "fdatasync" if hasattr(os, "fdatasync") else "fsync"
+    syncs = DiskSyncs(getattr(os, name))
+    monkeypatch.setattr(os, name, syncs)
     return syncs
 
 

@@ -77,6 +77,7 @@ class SqliteAuditStore(ThreadedAuditStore[sqlite3.Connection]):
             return cls(path, None, busy_timeout)
         writer = open_writer(path, busy_timeout)
         try:
+            writer.execute("PRAGMA busy_timeout = 0")  # see `_begin`
             return cls(path, writer, busy_timeout)
         except OSError as exc:
             writer.close()
@@ -134,21 +135,23 @@ class SqliteAuditStore(ThreadedAuditStore[sqlite3.Connection]):
         return self._wal_sync
 
     def _begin(self, writer: sqlite3.Connection, *, wait: bool) -> bool:
-        """Take the file's write lock (`BEGIN IMMEDIATE`). Without `wait`, False when another connection
-        holds it."""
+        """Take the file's write lock (`BEGIN IMMEDIATE`). With `wait`, for up to the busy timeout; without,
+        False when another connection holds it. The writer waits only here: its own busy timeout is 0, so
+        that the common case (no wait, on the event loop) costs one statement."""
         with self._failures():
             if wait:
-                writer.execute("BEGIN IMMEDIATE")
+                writer.execute(f"PRAGMA busy_timeout = {round(self._busy_timeout * 1000)}")
+                try:
+                    writer.execute("BEGIN IMMEDIATE")
+                finally:
+                    writer.execute("PRAGMA busy_timeout = 0")
                 return True
-            writer.execute("PRAGMA busy_timeout = 0")
             try:
                 writer.execute("BEGIN IMMEDIATE")
             except sqlite3.OperationalError as exc:
                 if exc.sqlite_errorcode != sqlite3.SQLITE_BUSY:
                     raise
                 return False
-            finally:
-                writer.execute(f"PRAGMA busy_timeout = {round(self._busy_timeout * 1000)}")
             return True
 
     @contextmanager

@@ -51,7 +51,7 @@ class WalSync:
         if self._fd < 0:
             raise OSError(errno.EBADF, "the audit log is closed")
         through = self._last_commit
-        os.fsync(self._fd)
+        _sync_data(self._fd)
         self._last_synced = through
 
     def sync_soon(self) -> None:
@@ -84,3 +84,9 @@ class WalSync:
             finally:
                 os.close(self._fd)
                 self._fd = -1
+
+
+def _sync_data(fd: int) -> None:
+    """Sync the file's data and the metadata needed to read it back (its size), not the rest (times), as
+    SQLite syncs its own files; `fsync` where the system has no `fdatasync`."""
+    (os.fdatasync if hasattr(os, "fdatasync") else os.fsync)(fd)

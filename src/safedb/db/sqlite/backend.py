@@ -219,8 +219,9 @@ class SqliteDatabase:
 
     async def preview(self, classification: Classification) -> Impact:
         def measure(connection: sqlite3.Connection) -> Impact:
-            authorizer = approved_only(classification, shadow_table_names(connection))
-            return measure_impact(connection, classification, authorizer)
+            return measure_impact(
+                connection, classification, lambda: approved_only(classification, shadow_table_names(connection))
+            )
 
         with contextlib.suppress(QueryFailed):  # a lock, or past the budget: in a worker thread
             return self._inline(self._inline_writer, measure, self.limits.preview_timeout)

@@ -13,13 +13,17 @@ from safedb.sql.classification import ChangeCategory, ChangeKind, Classification
 Authorizer = Callable[[int, str | None, str | None, str | None, str | None], int]
 
 
-def measure_impact(connection: sqlite3.Connection, classification: Classification, authorizer: Authorizer) -> Impact:
+def measure_impact(
+    connection: sqlite3.Connection, classification: Classification, authorizer: Callable[[], Authorizer]
+) -> Impact:
     """Dry-run data changes inside a transaction that is always rolled back; count rows for schema changes.
 
-    Runs on a writer connection, under `authorizer` (only the statement's own actions), within the
-    connection's time limit. A statement that fails in the dry run is reported in the preview's lines: the
-    question is still asked. Being stopped is raised instead (the time limit, or another connection's
-    lock), so that the caller may measure again where it can wait longer.
+    Runs on a writer connection, within the connection's time limit, under the authorizer that
+    `authorizer` makes (only the statement's own actions). It is made once the dry run's transaction has
+    begun, so that what it reads of the catalog is what the statement runs against. A statement that
+    fails in the dry run is reported in the preview's lines: the question is still asked. Being stopped
+    is raised instead (the time limit, or another connection's lock), so that the caller may measure
+    again where it can wait longer.
     """
     if set(classification.categories) == {ChangeCategory.DATA}:
         return _dry_run(connection, classification, authorizer)
@@ -36,11 +40,13 @@ def rows_changed(connection: sqlite3.Connection, total_before: int) -> int:
     return connection.total_changes - total_before
 
 
-def _dry_run(connection: sqlite3.Connection, classification: Classification, authorizer: Authorizer) -> Impact:
+def _dry_run(
+    connection: sqlite3.Connection, classification: Classification, authorizer: Callable[[], Authorizer]
+) -> Impact:
     connection.execute("BEGIN IMMEDIATE")
     try:
+        connection.set_authorizer(authorizer())
         before = connection.total_changes
-        connection.set_authorizer(authorizer)
         cursor = connection.execute(classification.statement)
         while cursor.fetchmany(256):
             pass
