@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import sqlite3
 from collections.abc import Callable
 
@@ -11,6 +12,9 @@ from safedb.db.sqlite.connections import quote_identifier, roll_back, was_stoppe
 from safedb.sql.classification import ChangeCategory, ChangeKind, Classification, ObjectType
 
 Authorizer = Callable[[int, str | None, str | None, str | None, str | None], int]
+
+_REPLACE_WORD = re.compile(r"\breplace\b", re.IGNORECASE)
+_WRITES_ROWS = frozenset({ChangeKind.INSERT, ChangeKind.UPDATE, ChangeKind.REPLACE, ChangeKind.UPSERT})
 
 
 def measure_impact(
@@ -54,6 +58,7 @@ def _dry_run(
         total = rows_changed(connection, before)
         # The statement's own rows, without its triggers' (shown, not bound).
         (own,) = connection.execute("SELECT changes()").fetchone() if total else (0,)
+        may_replace = _may_replace(connection, classification)
     except sqlite3.Error as exc:
         if was_stopped(exc):
             raise
@@ -65,7 +70,35 @@ def _dry_run(
     line = f"{wording.rows(own)} would be affected ({verb}), measured by a dry run that was rolled back"
     if total > own:
         line += f"; {wording.rows(total)} in all, including changes made by triggers"
+    if may_replace:
+        line += (
+            ". REPLACE may also delete rows that conflict on a unique key, and SQLite does not count those: "
+            "they are not in this number"
+        )
+        return Impact(lines=(line + ".",))
     return Impact(lines=(line + ".",), rows_affected=total)
+
+
+def _may_replace(connection: sqlite3.Connection, classification: Classification) -> bool:
+    """Whether REPLACE conflict resolution may delete rows as the statement runs, which SQLite's change counts
+    leave out: the statement says REPLACE, or a trigger on a table it changes, or the definition of a table
+    it writes rows into. Any use of the word counts (a `replace()` call too): a false alarm costs only the
+    binding of the count."""
+    if _REPLACE_WORD.search(classification.statement):
+        return True
+    for change in classification.changes:
+        if change.target.type is not ObjectType.TABLE:
+            continue
+        # A view's INSTEAD OF triggers are on the view: its changes name it as their target.
+        searched = {"trigger", "table"} if change.kind in _WRITES_ROWS else {"trigger"}
+        schema = change.target.schema
+        catalog = f"{quote_identifier(schema)}.sqlite_schema" if schema else "sqlite_schema"
+        definitions = connection.execute(
+            f"SELECT type, sql FROM {catalog} WHERE tbl_name = ? COLLATE NOCASE", (change.target.name,)
+        )
+        if any(kind in searched and _REPLACE_WORD.search(sql or "") for kind, sql in definitions):
+            return True
+    return False
 
 
 def _schema_lines(connection: sqlite3.Connection, classification: Classification) -> list[str]:
