@@ -141,8 +141,8 @@ class PostgresDatabase:
         async with connection.pipeline():
             await cursor.execute(statement.text)
         # Counted as the dry run counts (`impact._data_impact`); data changes always run in a transaction.
-        if approved_rows is not None and max(cursor.rowcount, 0) != approved_rows:
-            raise RowCountChanged(approved_rows, max(cursor.rowcount, 0))
+        if approved_rows is not None and (affected := max(cursor.rowcount, 0)) != approved_rows:
+            raise RowCountChanged(approved_rows, affected)
         returned = None
         if cursor.description:
             returned = await fetch_capped(cursor, [column.name for column in cursor.description], self.limits)

@@ -86,17 +86,19 @@ def _may_replace(connection: sqlite3.Connection, classification: Classification)
     binding of the count."""
     if _REPLACE_WORD.search(classification.statement):
         return True
+    # The kinds of definitions to search, per changed table (a statement may change one table several ways).
+    # A view's INSTEAD OF triggers are on the view: its changes name it as their target.
+    searched: dict[tuple[str | None, str], set[str]] = {}
     for change in classification.changes:
-        if change.target.type is not ObjectType.TABLE:
-            continue
-        # A view's INSTEAD OF triggers are on the view: its changes name it as their target.
-        searched = {"trigger", "table"} if change.kind in _WRITES_ROWS else {"trigger"}
-        schema = change.target.schema
-        catalog = f"{quote_identifier(schema)}.sqlite_schema" if schema else "sqlite_schema"
+        if change.target.type is ObjectType.TABLE:
+            kinds = searched.setdefault((change.target.schema, change.target.name), {"trigger"})
+            if change.kind in _WRITES_ROWS:
+                kinds.add("table")
+    for (schema, table), kinds in searched.items():
         definitions = connection.execute(
-            f"SELECT type, sql FROM {catalog} WHERE tbl_name = ? COLLATE NOCASE", (change.target.name,)
+            f"SELECT type, sql FROM {_qualified('sqlite_schema', schema)} WHERE tbl_name = ? COLLATE NOCASE", (table,)
         )
-        if any(kind in searched and _REPLACE_WORD.search(sql or "") for kind, sql in definitions):
+        if any(kind in kinds and _REPLACE_WORD.search(sql or "") for kind, sql in definitions):
             return True
     return False
 
@@ -118,13 +120,16 @@ def _schema_lines(connection: sqlite3.Connection, classification: Classification
 
 
 def _row_count(connection: sqlite3.Connection, table: str, schema: str | None) -> int | None:
-    qualified = quote_identifier(table)
-    if schema:
-        qualified = f"{quote_identifier(schema)}.{qualified}"
     try:
-        (count,) = connection.execute(f"SELECT count(*) FROM {qualified}").fetchone()
+        (count,) = connection.execute(f"SELECT count(*) FROM {_qualified(table, schema)}").fetchone()
     except sqlite3.Error as exc:
         if was_stopped(exc):
             raise
         return None
     return int(count)
+
+
+def _qualified(name: str, schema: str | None) -> str:
+    """`name` quoted, after its schema when it has one."""
+    quoted = quote_identifier(name)
+    return f"{quote_identifier(schema)}.{quoted}" if schema else quoted
