@@ -6,7 +6,9 @@ Screenshots of the page are saved under test-artifacts/ for review.
 from __future__ import annotations
 
 import base64
+import html
 import os
+import re
 import shutil
 import sqlite3
 import sys
@@ -14,14 +16,14 @@ import urllib.error
 import urllib.parse
 import urllib.request
 from collections.abc import AsyncIterator, Iterator
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
 from mcp.client.client import Client
-from mcp_types import CallToolResult, ElicitRequestURLParams, ElicitResult
+from mcp_types import CallToolResult, ElicitRequestURLParams, ElicitResult, InputRequiredResult
 from playwright.async_api import async_playwright
 
 from safedb.audit import AuditQuery, SqliteAuditStore
@@ -51,6 +53,13 @@ def require_chromium() -> None:
 
 @pytest.fixture
 def served(tmp_path: Path) -> Iterator[tuple[ServerProcess, Path, Path]]:
+    with serving_prod(tmp_path) as server:
+        yield server
+
+
+@contextmanager
+def serving_prod(tmp_path: Path, approval_timeout: float = 60) -> Iterator[tuple[ServerProcess, Path, Path]]:
+    """SafeDB with one production target, approved on the web page by alice."""
     database = ensure_demo_database(tmp_path / "prod")
     audit = tmp_path / "audit.db"
     config = tmp_path / "safedb.toml"
@@ -66,7 +75,7 @@ environment = "production"
 
 [targets.prod.policy]
 channel = "web"
-approval_timeout = 60
+approval_timeout = {approval_timeout}
 """,
         encoding="utf-8",
     )
@@ -290,3 +299,37 @@ async def test_pending_list_needs_an_approver(served: tuple[ServerProcess, Path,
         await decide_in_browser(responder.urls[0], "reject", "", "list-then-rejected")
     anonymous.value.close()
     assert anonymous.value.code == 401
+
+
+def approve_by_post(link: str, justification: str) -> int:
+    """Approve as the page's form would: read the form's CSRF token from the page, then post the decision."""
+    page = urllib.request.urlopen(urllib.request.Request(link, headers={"Authorization": BASIC}), timeout=10)
+    csrf = re.search(r'name=csrf value="([^"]+)"', page.read().decode())
+    page.close()
+    assert csrf is not None
+    token = urllib.parse.parse_qs(urllib.parse.urlsplit(link).query)["t"][0]
+    fields = {"t": token, "csrf": html.unescape(csrf.group(1)), "decision": "approve", "justification": justification}
+    return post(link, fields, {"Authorization": BASIC})
+
+
+async def test_an_approval_expires_with_its_question_on_a_late_retry(tmp_path: Path) -> None:
+    """2026-07-28: the approver approves in time, but the client comes back with it only after the question
+    expired: the approval no longer counts, and nothing runs."""
+    with serving_prod(tmp_path, approval_timeout=5) as (server, database, audit):
+        async with Client(server.url, mode="auto", elicitation_callback=UrlResponder()) as client:
+            call = {"query": QUERY, "target": "prod"}
+            asked = await client.session.call_tool("execute_query", call, allow_input_required=True)
+            assert isinstance(asked, InputRequiredResult)
+            assert asked.input_requests is not None
+            ((key, request),) = asked.input_requests.items()
+            assert isinstance(request.params, ElicitRequestURLParams)
+            assert approve_by_post(request.params.url, "Removing voided invoice per OPS-42") == 200
+            await anyio.sleep(5.2)
+            late = await client.session.call_tool(
+                "execute_query", call, input_responses={key: ElicitResult(action="accept")},
+                request_state=asked.request_state,
+            )  # fmt: skip
+    assert late.structured_content is not None
+    assert late.structured_content["status"] == "timed_out"
+    assert rows(database, "SELECT count(*) FROM invoices WHERE status = 'void'") == [(1,)]
+    assert [d for d, _ in audit_records(audit)] == ["requested", "timed_out"]

@@ -108,6 +108,8 @@ class WebApprovalChannel:
         ticket = ApprovalTicket.decode(ctx.request_state)
         if isinstance(response, ElicitResult) and ticket is not None and ticket.covers(classification, question.caller):
             approval = self.board.get(ticket.id)
+            if ticket.expired:  # an approval given in time expires with its question all the same
+                return Reply(Answer.TIMEOUT, None, ticket.id)
             if response.action != "accept" or approval is None:
                 if approval is not None:
                     self.board.withdraw(approval)
