@@ -1,0 +1,54 @@
+"""A virtual table's module reads and writes shadow tables of its own (an FTS table's docs_data, docs_idx...):
+the authorizer of a preview or an approved run lets it, for virtual tables made through SafeDB too."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from safedb.db.backend import QueryLimits
+from safedb.db.sqlite.backend import SqliteDatabase
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture
+async def served(tmp_path: Path) -> AsyncIterator[tuple[SqliteDatabase, Path]]:
+    path = tmp_path / "shadow.db"
+    connection = sqlite3.connect(path)
+    connection.execute("CREATE TABLE notes (id INTEGER PRIMARY KEY, body TEXT)")
+    connection.close()
+    database = SqliteDatabase(path, QueryLimits())
+    try:
+        yield database, path
+    finally:
+        await database.aclose()
+
+
+async def approve(database: SqliteDatabase, sql: str) -> int | None:
+    """Classify, preview and run `sql` as an approved change; the row count the preview showed."""
+    classification = await database.classify(sql)
+    impact = await database.preview(classification)
+    await database.write(classification, impact.rows_affected)
+    return impact.rows_affected
+
+
+async def test_a_virtual_table_made_after_the_first_change_can_be_used_and_dropped(
+    served: tuple[SqliteDatabase, Path],
+) -> None:
+    database, path = served
+    await approve(database, "INSERT INTO notes (body) VALUES ('before')")  # before there are any shadow tables
+
+    await approve(database, "CREATE VIRTUAL TABLE docs USING fts5(body)")
+    await approve(database, "INSERT INTO docs VALUES ('hello world')")
+    connection = sqlite3.connect(path)
+    try:
+        assert connection.execute("SELECT body FROM docs WHERE docs MATCH 'hello'").fetchall() == [("hello world",)]
+        # Dropping it drops its shadow tables (docs_data, docs_idx...) too: allowed only if they are known by now.
+        await approve(database, "DROP TABLE docs")
+        assert connection.execute("SELECT name FROM sqlite_schema WHERE name LIKE 'docs%'").fetchall() == []
+    finally:
+        connection.close()
