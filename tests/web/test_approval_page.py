@@ -156,6 +156,11 @@ def post(url: str, fields: dict[str, str], headers: dict[str, str]) -> int:
         return error.code
 
 
+def link_token(link: str) -> str:
+    """The approval link's own token (its `t` parameter), which a decision must carry."""
+    return urllib.parse.parse_qs(urllib.parse.urlsplit(link).query)["t"][0]
+
+
 BASIC = "Basic " + base64.b64encode(f"alice:{PASSWORD}".encode()).decode()
 
 
@@ -236,7 +241,7 @@ async def test_a_cancelled_call_withdraws_its_approval(served: tuple[ServerProce
             await responder.seen.wait()
         group.cancel_scope.cancel()
     link = responder.urls[0]
-    token = urllib.parse.parse_qs(urllib.parse.urlsplit(link).query)["t"][0]
+    token = link_token(link)
     fields = {"t": token, "csrf": "x", "decision": "approve", "justification": "a justification long enough"}
     with anyio.fail_after(10):
         while [d for d, _ in audit_records(audit)] != ["requested", "cancelled"]:
@@ -255,7 +260,7 @@ async def test_cross_site_and_unauthenticated_posts_are_refused(served: tuple[Se
     server, database, _ = served
     async with waiting_call(server.url, "legacy") as (responder, results):
         link = responder.urls[0]
-        token = urllib.parse.parse_qs(urllib.parse.urlsplit(link).query)["t"][0]
+        token = link_token(link)
         fields = {"t": token, "csrf": "x", "decision": "approve", "justification": "a justification long enough"}
         cross_site = post(link, fields, {"Authorization": BASIC, "Origin": "http://evil.example"})
         fetch_site = post(link, fields, {"Authorization": BASIC, "Sec-Fetch-Site": "cross-site"})
@@ -307,7 +312,7 @@ def approve_by_post(link: str, justification: str) -> int:
     csrf = re.search(r'name=csrf value="([^"]+)"', page.read().decode())
     page.close()
     assert csrf is not None
-    token = urllib.parse.parse_qs(urllib.parse.urlsplit(link).query)["t"][0]
+    token = link_token(link)
     fields = {"t": token, "csrf": html.unescape(csrf.group(1)), "decision": "approve", "justification": justification}
     return post(link, fields, {"Authorization": BASIC})
 

@@ -66,8 +66,7 @@ class WebApprovalChannel:
         """The approver's decision as a `Reply`, or (2026-07-28) the question to hand back to the client."""
         if uses_input_required(ctx):
             return await self._ask_input_required(ctx, classification, question, asking)
-        ticket = ApprovalTicket.issue(classification, question.timeout, question.caller, question.impact.rows_affected)
-        approval = self._open(ticket, classification, question)
+        _, approval = self._open(classification, question)
         try:
             return await self._elicit_and_wait(ctx, approval, asking)
         finally:
@@ -120,13 +119,14 @@ class WebApprovalChannel:
             if approval.verdict is BoardVerdict.PENDING and not approval.expired:
                 return self._question(ctx, approval, ticket)
             return _reply(approval)
-        ticket = ApprovalTicket.issue(classification, question.timeout, question.caller, question.impact.rows_affected)
-        approval = self._open(ticket, classification, question)
+        ticket, approval = self._open(classification, question)
         await asking(approval.id)
         return self._question(ctx, approval, ticket)
 
-    def _open(self, ticket: ApprovalTicket, classification: Classification, question: WebQuestion) -> WebApproval:
-        return self.board.open(
+    def _open(self, classification: Classification, question: WebQuestion) -> tuple[ApprovalTicket, WebApproval]:
+        """A new question: its ticket, and its approval on the board (under the ticket's id)."""
+        ticket = ApprovalTicket.issue(classification, question.timeout, question.caller, question.impact.rows_affected)
+        approval = self.board.open(
             ticket.id,
             target=question.target,
             environment=question.environment,
@@ -136,6 +136,7 @@ class WebApprovalChannel:
             timeout=question.timeout,
             min_justification=question.min_justification,
         )
+        return ticket, approval
 
     def _question(self, ctx: Context[Any, Any], approval: WebApproval, ticket: ApprovalTicket) -> InputRequiredResult:
         params = ElicitRequestURLParams(message=_message(approval), url=self._link(ctx, approval))
