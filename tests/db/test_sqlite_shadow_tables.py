@@ -52,3 +52,19 @@ async def test_a_virtual_table_made_after_the_first_change_can_be_used_and_dropp
         assert connection.execute("SELECT name FROM sqlite_schema WHERE name LIKE 'docs%'").fetchall() == []
     finally:
         connection.close()
+
+
+async def test_the_preview_of_a_virtual_table_change_says_where_its_extra_changes_come_from(
+    served: tuple[SqliteDatabase, Path],
+) -> None:
+    """An FTS insert of one row counts several changes (the module's writes to its shadow tables): the preview
+    shows the one row as the statement's own, and does not put the rest down to triggers."""
+    database, _ = served
+    await approve(database, "CREATE VIRTUAL TABLE docs USING fts5(body)")
+
+    impact = await database.preview(await database.classify("INSERT INTO docs VALUES ('hello world')"))
+
+    (line,) = impact.lines
+    assert line.startswith("1 row would be affected (insert)")
+    assert "what the virtual table's module writes to its own tables" in line
+    assert "triggers" not in line

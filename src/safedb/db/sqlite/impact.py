@@ -14,6 +14,7 @@ from safedb.sql.classification import ChangeCategory, ChangeKind, Classification
 Authorizer = Callable[[int, str | None, str | None, str | None, str | None], int]
 
 _REPLACE_WORD = re.compile(r"\breplace\b", re.IGNORECASE)
+_VIRTUAL_TABLE = re.compile(r"\s*create\s+virtual\s+table\b", re.IGNORECASE)
 _WRITES_ROWS = frozenset({ChangeKind.INSERT, ChangeKind.UPDATE, ChangeKind.REPLACE, ChangeKind.UPSERT})
 
 
@@ -58,6 +59,7 @@ def _dry_run(
         total = rows_changed(connection, before)
         # The statement's own rows, without its triggers' (shown, not bound).
         (own,) = connection.execute("SELECT changes()").fetchone() if total else (0,)
+        virtual = total > own and _changes_virtual_table(connection, classification)
         may_replace = _may_replace(connection, classification)
     except sqlite3.Error as exc:
         if was_stopped(exc):
@@ -68,7 +70,9 @@ def _dry_run(
         roll_back(connection)
     verb = ", ".join(str(kind) for kind in classification.kinds)
     line = f"{wording.rows(own)} would be affected ({verb}), measured by a dry run that was rolled back"
-    if total > own:
+    if virtual:
+        line += f"; {wording.rows(total)} in all, counting what the virtual table's module writes to its own tables"
+    elif total > own:
         line += f"; {wording.rows(total)} in all, including changes made by triggers"
     if may_replace:
         line += (
@@ -77,6 +81,21 @@ def _dry_run(
         )
         return Impact(lines=(line + ".",))
     return Impact(lines=(line + ".",), rows_affected=total)
+
+
+def _changes_virtual_table(connection: sqlite3.Connection, classification: Classification) -> bool:
+    """Whether the statement changes a virtual table, whose module counts its writes to its shadow tables
+    (an FTS index's rows) as changes of their own."""
+    for change in classification.changes:
+        if change.target.type is ObjectType.TABLE:
+            (definition,) = connection.execute(
+                f"SELECT coalesce(max(sql), '') FROM {_qualified('sqlite_schema', change.target.schema)} "
+                "WHERE type = 'table' AND name = ? COLLATE NOCASE",
+                (change.target.name,),
+            ).fetchone()
+            if _VIRTUAL_TABLE.match(definition):
+                return True
+    return False
 
 
 def _may_replace(connection: sqlite3.Connection, classification: Classification) -> bool:
