@@ -33,13 +33,13 @@ class DenyList:
                 )
 
     def _file_allowed(self, name: str) -> bool:
-        path = _file_path(name)
+        path = file_path(name)
         if path is None:
             return name in _IN_MEMORY_NAMES or _is_memory_uri(name)
         return any(path.is_relative_to(os.path.realpath(root)) for root in self.allowed_paths)
 
 
-def _file_path(name: str) -> Path | None:
+def file_path(name: str) -> Path | None:
     """The file SQLite would open for a file name, or None for in-memory and unreadable names."""
     if name in _IN_MEMORY_NAMES or name == "?" or _is_memory_uri(name):
         return None

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 import queue
 import sqlite3
 from collections.abc import Callable, Iterator
@@ -31,6 +32,7 @@ from safedb.db.sqlite.known_statements import KnownStatements
 from safedb.errors import QueryFailed, QueryTimeout, RowCountChanged
 from safedb.inline_work import INLINE_BUDGET, RecentDuration
 from safedb.sql.classification import ChangeKind, Classification, ObjectType
+from safedb.sql.policy import file_path
 from safedb.sql.sqlite_actions import (
     Action,
     AuthorizerEvent,
@@ -247,7 +249,10 @@ class SqliteDatabase:
                 pass
 
         def work() -> WriteOutcome:
-            with self._writer.session(self.limits.statement_timeout) as connection:
+            with (
+                _new_files_kept_on_success(approved),
+                self._writer.session(self.limits.statement_timeout) as connection,
+            ):
                 return run(connection)
 
         return await self._in_thread(work)
@@ -316,6 +321,29 @@ class SqliteDatabase:
         inline = (self._inline_reader, self._inline_inspector, self._inline_writer)
         for connection in (*self._all_readers, *self._all_inspectors, *inline, self._writer):
             connection.close()
+
+
+@contextmanager
+def _new_files_kept_on_success(approved: Classification) -> Iterator[None]:
+    """Make each file a VACUUM INTO is to write, empty, before it runs (SQLite writes into an empty file), and
+    take it away again if the run fails or is stopped: a half-written copy is not left behind. A file that
+    already exists is left to SQLite, which refuses to write into it unless it is empty, and is never removed.
+    """
+    made: list[Path] = []
+    for change in approved.changes:
+        if change.kind is ChangeKind.VACUUM and change.target.type is ObjectType.FILE:
+            path = file_path(change.target.name)
+            if path is not None:
+                with contextlib.suppress(OSError):  # there already, or cannot be made: SQLite will say why
+                    os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644))
+                    made.append(path)
+    try:
+        yield
+    except BaseException:
+        for path in made:
+            with contextlib.suppress(OSError):
+                path.unlink()
+        raise
 
 
 def _in_transaction(approved: Classification) -> bool:
