@@ -191,13 +191,15 @@ async def test_session_state_of_an_approved_statement_does_not_outlive_the_call(
 
 
 async def test_a_count_postgresql_does_not_report_is_not_shown_or_held_to(pg: PgDatabase) -> None:
-    """PostgreSQL counts the rows a statement returns, not those its data-modifying WITH queries change."""
+    """PostgreSQL counts the rows a statement returns, not those its data-modifying WITH queries change, and
+    for EXPLAIN ANALYZE the lines of the plan (one, in JSON, however many rows the DELETE takes)."""
     pg.rows("INSERT INTO notes VALUES (70, 'cte one'), (71, 'cte two')")
     try:
-        in_select, in_delete, plain = await pg.previews(
+        in_select, in_delete, explained, plain = await pg.previews(
             "WITH d AS (DELETE FROM notes WHERE body LIKE 'cte%' RETURNING 1) SELECT count(*) FROM d",
             "WITH d AS (DELETE FROM notes WHERE id = 70 RETURNING id) "
             "DELETE FROM notes WHERE id IN (SELECT id + 1 FROM d)",
+            "EXPLAIN (ANALYZE, FORMAT JSON) DELETE FROM notes WHERE body LIKE 'cte%'",
             "DELETE FROM notes WHERE body LIKE 'cte%'",
         )
         assert pg.rows("SELECT count(*) FROM notes WHERE body LIKE 'cte%'") == [(2,)]
@@ -206,6 +208,8 @@ async def test_a_count_postgresql_does_not_report_is_not_shown_or_held_to(pg: Pg
     assert in_select.rows_affected is None
     assert in_delete.rows_affected is None
     assert "does not report how many rows" in in_select.lines[0]
+    assert explained.rows_affected is None
+    assert "EXPLAIN ANALYZE reports its plan, not how many rows" in explained.lines[0]
     assert plain.rows_affected == 2
 
 

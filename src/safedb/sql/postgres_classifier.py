@@ -182,7 +182,8 @@ def _explain(sql: str, text: str, node: ast.ExplainStmt) -> PostgresStatement:
         utility_changes(inner)
         raise InvalidStatement(f"EXPLAIN ANALYZE of {type(inner).__name__} is not supported.")
     analysis = _executing(sql, text, inner)
-    return replace(analysis, root="ExplainStmt", cursor_read=False)
+    # Its result is the plan, so the row count PostgreSQL reports is the plan's lines, not the rows changed.
+    return replace(analysis, root="ExplainStmt", cursor_read=False, counts_changed_rows=False)
 
 
 def _refuse_copy(node: ast.CopyStmt) -> None:

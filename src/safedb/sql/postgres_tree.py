@@ -63,17 +63,20 @@ def string_constant(node: object) -> str | None:
 
 
 def option_enabled(options: tuple[object, ...] | list[object] | None, name: str) -> bool:
-    """True when a DefElem option list (EXPLAIN, VACUUM...) switches `name` on (`ANALYZE`, `ANALYZE true`)."""
-    for option in options or ():
-        if isinstance(option, ast.DefElem) and option.defname == name:
-            arg = option.arg
-            if arg is None:
-                return True
-            if isinstance(arg, ast.Boolean):
-                return bool(arg.boolval)
-            if isinstance(arg, ast.Integer):
-                return bool(arg.ival)
-            if isinstance(arg, ast.String):
-                return (arg.sval or "").lower() in {"on", "true", "yes", "1"}
-            return True
+    """True when a DefElem option list (EXPLAIN, VACUUM...) may switch `name` on: any mention of it that does
+    not plainly switch it off. PostgreSQL takes the last of a repeated option (`ANALYZE false, ANALYZE true`
+    analyzes), so every mention counts; a false alarm only asks a question."""
+    return any(
+        isinstance(option, ast.DefElem) and option.defname == name and not _switched_off(option.arg)
+        for option in options or ()
+    )
+
+
+def _switched_off(value: object) -> bool:
+    if isinstance(value, ast.Boolean):
+        return not value.boolval
+    if isinstance(value, ast.Integer):
+        return value.ival == 0
+    if isinstance(value, ast.String):
+        return (value.sval or "").lower() in {"off", "false", "no", "0"}
     return False

@@ -227,11 +227,14 @@ async def _data_impact(
             await cursor.execute(statement.text)
         rows = max(cursor.rowcount, 0)
     if not statement.counts_changed_rows:
-        # e.g. `WITH d AS (DELETE ...) SELECT count(*) FROM d`: PostgreSQL counts the rows the SELECT returns.
-        line = (
-            f"Impact preview: the dry run ({verbs}) finished and was rolled back; PostgreSQL does not report how many "
-            "rows the data-modifying queries in its WITH clause change."
+        # `WITH d AS (DELETE ...) SELECT count(*) FROM d`: PostgreSQL counts the rows the SELECT returns;
+        # `EXPLAIN ANALYZE DELETE ...`: the lines of the plan.
+        uncounted = (
+            "EXPLAIN ANALYZE reports its plan, not how many rows the statement changes"
+            if statement.root == "ExplainStmt"
+            else "PostgreSQL does not report how many rows the data-modifying queries in its WITH clause change"
         )
+        line = f"Impact preview: the dry run ({verbs}) finished and was rolled back; {uncounted}."
         return Impact(lines=(line,))
     line = f"{wording.rows(rows)} would be affected ({verbs}), measured by a dry run that was rolled back."
     return Impact(lines=(line,), rows_affected=rows)
