@@ -6,6 +6,10 @@ connection goes back to the pool, so a read leaves nothing behind) and writers (
 only for approved statements and rolled-back dry runs, and reset with `DISCARD ALL` whenever a
 connection goes back to the pool, so nothing an approved statement does to its session outlives the
 call).
+Both pools' sessions start with the same settings (libpq startup options, which `DISCARD ALL` returns
+to): string literals read the way SafeDB's parser reads them (`standard_conforming_strings`), and the
+reader's search path, so that a name in a statement means the same table to the checks made as the
+reader and to the dry run and the approved statement run as the writer.
 Pools open lazily, on first use, inside the event loop that uses them.
 """
 
@@ -13,13 +17,14 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator
+import re
+from collections.abc import AsyncIterator, Mapping
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any
 
 import psycopg
 from psycopg import AsyncConnection, sql
-from psycopg.conninfo import conninfo_to_dict
+from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from psycopg.types.string import TextLoader
 from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
@@ -86,6 +91,38 @@ async def _reset_writer(connection: Connection) -> None:
     await connection.execute("DISCARD ALL")
 
 
+# With the legacy `off`, `'x\'' , f() --'` is one string to SafeDB's parser (pglast) and a call of f() to the
+# server.
+_STRING_SETTINGS = {"standard_conforming_strings": "on"}
+# `$user` in a search path (quoted or not, as one element) names a schema after the role that connected.
+_USER_SCHEMA = re.compile(r'(?:(?<=^)|(?<=,))\s*(?:"\$user"|\$user)\s*(?=,|$)')
+
+
+async def _reader_search_path(reader_dsn: str) -> str:
+    """The reader's search path, with `$user` spelled out as the reader's own name."""
+    async with await psycopg.AsyncConnection.connect(
+        _with_settings(reader_dsn, _STRING_SETTINGS), autocommit=True, connect_timeout=int(CONNECT_SECONDS)
+    ) as connection:
+        cursor = await connection.execute("SELECT current_setting('search_path'), current_user")
+        row = await cursor.fetchone()
+    assert row is not None
+    search_path, user = str(row[0]), str(row[1])
+    return _USER_SCHEMA.sub(lambda _: '"' + user.replace('"', '""') + '"', search_path)
+
+
+def _with_settings(dsn: str, settings: Mapping[str, str]) -> str:
+    """`dsn` with `settings` added to its startup options, after any it has (so that these win)."""
+    try:
+        options = str(conninfo_to_dict(dsn).get("options") or "")
+    except psycopg.ProgrammingError:
+        return dsn  # connecting reports it
+    for name, value in settings.items():
+        # libpq splits options on blanks: blanks and backslashes in a value are escaped with a backslash.
+        escaped = str(value).replace("\\", "\\\\").replace(" ", "\\ ")
+        options += f" -c {name}={escaped}"
+    return make_conninfo(dsn, options=options.strip())
+
+
 def _pool(dsn: str, size: int, name: str, *, reader: bool) -> AsyncConnectionPool[Connection]:
     return AsyncConnectionPool(
         dsn,
@@ -104,52 +141,60 @@ class Pools:
     """The reader and writer pools of one database, opened on first use."""
 
     def __init__(self, reader_dsn: str, writer_dsn: str, *, readers: int, writers: int) -> None:
-        self._reader = _pool(reader_dsn, readers, "safedb-readers", reader=True)
-        self._writer = _pool(writer_dsn, writers, "safedb-writers", reader=False)
-        self._opened = False
+        self._dsns = (reader_dsn, writer_dsn)
+        self._sizes = (readers, writers)
+        self._pools: tuple[AsyncConnectionPool[Connection], AsyncConnectionPool[Connection]] | None = None
         self._lock: asyncio.Lock | None = None
 
-    async def _ensure_open(self) -> None:
-        if self._opened:
-            return
+    async def _ensure_open(self) -> tuple[AsyncConnectionPool[Connection], AsyncConnectionPool[Connection]]:
+        if self._pools is not None:
+            return self._pools
         if self._lock is None:
             self._lock = asyncio.Lock()
         async with self._lock:
-            if self._opened:
-                return
+            if self._pools is not None:
+                return self._pools
+            (reader_dsn, writer_dsn), (readers, writers) = self._dsns, self._sizes
             try:
-                await self._reader.open(wait=True, timeout=CONNECT_SECONDS)
-                await self._writer.open(wait=True, timeout=CONNECT_SECONDS)
-            except (PoolTimeout, psycopg.Error) as exc:
-                await self._close_pools()
+                settings = {**_STRING_SETTINGS, "search_path": await _reader_search_path(reader_dsn)}
+            except psycopg.Error as exc:
                 raise DatabaseOpenError(f"Cannot connect to PostgreSQL: {exc}") from exc
-            self._opened = True
+            pools = (
+                _pool(_with_settings(reader_dsn, settings), readers, "safedb-readers", reader=True),
+                _pool(_with_settings(writer_dsn, settings), writers, "safedb-writers", reader=False),
+            )
+            try:
+                for pool in pools:
+                    await pool.open(wait=True, timeout=CONNECT_SECONDS)
+            except (PoolTimeout, psycopg.Error) as exc:
+                for pool in pools:
+                    await pool.close()
+                raise DatabaseOpenError(f"Cannot connect to PostgreSQL: {exc}") from exc
+            self._pools = pools
+            return pools
 
     @asynccontextmanager
     async def reader(self) -> AsyncIterator[Connection]:
-        await self._ensure_open()
+        reader, _ = await self._ensure_open()
         try:
-            async with self._reader.connection() as connection:
+            async with reader.connection() as connection:
                 yield connection
         except PoolTimeout as exc:
             raise QueryFailed("No read-only database connection became free in time; try again.") from exc
 
     @asynccontextmanager
     async def writer(self) -> AsyncIterator[Connection]:
-        await self._ensure_open()
+        _, writer = await self._ensure_open()
         try:
-            async with self._writer.connection() as connection:
+            async with writer.connection() as connection:
                 yield connection
         except PoolTimeout as exc:
             raise QueryFailed("No writer database connection became free in time; try again.") from exc
 
-    async def _close_pools(self) -> None:
-        await self._reader.close()
-        await self._writer.close()
-
     async def close(self) -> None:
-        await self._close_pools()
-        self._opened = False
+        pools, self._pools = self._pools, None
+        for pool in pools or ():
+            await pool.close()
 
 
 def _message(exc: psycopg.Error) -> str:
