@@ -11,6 +11,9 @@ from safedb.errors import DeniedByPolicy
 from safedb.sql.classification import ChangeKind, Classification, ObjectType
 
 _IN_MEMORY_NAMES = frozenset({"", ":memory:"})
+# SQLite functions that hand out or take in addresses of native code: `fts3_tokenizer(name, pointer)` makes
+# SQLite call whatever the pointer points to, as dangerous as loading an extension.
+_NATIVE_POINTER_FUNCTIONS = frozenset({"fts3_tokenizer"})
 
 
 @dataclass(frozen=True)
@@ -25,6 +28,11 @@ class DenyList:
         for change in classification.changes:
             if change.kind is ChangeKind.LOAD_EXTENSION and not self.allow_extension_loading:
                 raise DeniedByPolicy("Loading SQLite extensions is not allowed on this server. Nothing was run.")
+            if change.target.type is ObjectType.FUNCTION and change.target.name.lower() in _NATIVE_POINTER_FUNCTIONS:
+                raise DeniedByPolicy(
+                    f"{change.target.name}() passes native code addresses, which can crash the server or run "
+                    "arbitrary code; it is never allowed. Nothing was run."
+                )
             if change.target.type is ObjectType.FILE and not self._file_allowed(change.target.name):
                 verb = "VACUUM INTO" if change.kind is ChangeKind.VACUUM else "ATTACH"
                 raise DeniedByPolicy(
