@@ -119,6 +119,10 @@ def build_server() -> MCPServer:
         """Ask three questions at once."""
         return await _ask_forms(ctx, {f"q{n}": (f"Question number {n}", CONFIRM_SCHEMA) for n in (1, 2, 3)})
 
+    async def ask_without_words(ctx: Context[Any, Any]) -> CallToolResult | InputRequiredResult:
+        """Ask a question whose message is empty."""
+        return await _ask_forms(ctx, {"blank": ("", CONFIRM_SCHEMA)})
+
     async def ask_secret(ctx: Context[Any, Any]) -> CallToolResult | InputRequiredResult:
         """Ask for an API key in form mode (which the spec forbids)."""
         schema = {"type": "object", "properties": {"api_key": {"type": "string", "title": "API key"}}}
@@ -166,7 +170,7 @@ def build_server() -> MCPServer:
         """Return the text, repeated; no questions asked."""
         return " ".join([text.upper() if loud else text] * count)
 
-    for tool in (ask_everything, ask_three, ask_secret, ask_url, needs_authorization, echo):
+    for tool in (ask_everything, ask_three, ask_without_words, ask_secret, ask_url, needs_authorization, echo):
         server.add_tool(tool)
     return server
 

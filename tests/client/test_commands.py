@@ -94,6 +94,22 @@ def test_decline_all_and_the_default_decline(tmp_path: Path, feature_url: str, e
     assert "no rule matched" in defaulted.stderr
 
 
+@pytest.mark.parametrize("era", ERAS)
+def test_unattended_answers_are_reported_in_the_servers_words_without_its_escape_sequences(
+    feature_url: str, era: str
+) -> None:
+    shown = safedb("call", "--era", era, "--decline-all", feature_url, "ask_everything")
+    blank = safedb("call", "--era", era, "--decline-all", feature_url, "ask_without_words")
+
+    assert shown.stdout.strip() == "form: decline"
+    assert "Please fill in the feature form. Thanks!" in shown.stderr
+    assert "\x1b" not in shown.stderr
+    assert "evil title" not in shown.stderr
+    assert blank.returncode == 0, blank.stderr
+    assert blank.stdout.strip() == "blank: decline"
+    assert "question answered decline" in blank.stderr
+
+
 def test_without_a_terminal_or_rules_questions_are_declined(feature_url: str) -> None:
     result = safedb("call", feature_url, "ask_secret")
     assert result.stdout.strip() == "secret: decline"

@@ -116,6 +116,18 @@ async def test_every_schema_feature_through_the_terminal_form(server_url: str, e
     assert "meeting: (left out)" in shown
 
 
+async def test_the_form_is_shown_where_the_terminal_in_force_when_it_asks_shows_it(server_url: str, era: str) -> None:
+    """`safedb call --json URL ... | jq`: the CLI makes its answerer, then moves forms to stderr. The form must
+    follow, or its prompts go into the JSON on stdout where nobody sees them."""
+    answerer = TerminalAnswerer()
+    with terminal(lines("d")) as screen:
+        async with connected(server_url, era, answerer) as connection:
+            with anyio.fail_after(30):
+                result = await connection.call_tool("ask_everything", {})
+    assert result.structured_content == {"form": {"action": "decline"}}
+    assert "[a]ccept and fill in, [d]ecline, [c]ancel" in screen.getvalue()
+
+
 @pytest.mark.parametrize(("keys", "action"), [(lines("d"), "decline"), (lines("c"), "cancel")])
 async def test_decline_and_cancel_are_explicit_choices(server_url: str, era: str, keys: str, action: str) -> None:
     with terminal(keys) as screen:

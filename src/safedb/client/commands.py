@@ -20,6 +20,7 @@ from safedb.client.demo import demo_server, run_demo
 from safedb.client.form import TerminalAnswerer
 from safedb.client.requests import Answerer
 from safedb.client.rules import AnswerRules, RuleAnswerer, RuleDecision, RulesFileError, load_rules
+from safedb.client.sanitize import clean_text
 from safedb.client.session import CommandRunner, interact, run_script
 from safedb.client.targets import Target, TargetError, config_target, http_target, stdio_target
 
@@ -188,11 +189,14 @@ def _answerer(answers_file: Path | None, decline_all: bool, *, quiet: bool = Fal
 
 
 def _report_decision(decision: RuleDecision) -> None:
-    click.echo(
+    first_line = next(iter(decision.request.params.message.splitlines()), "")
+    line = (
         f"[{decision.request.server.describe()}] question answered {decision.result.action} ({decision.reason}): "
-        + decision.request.params.message.splitlines()[0][:100],
-        err=True,
+        + first_line[:100]
     )
+    # The server's words (its name, its message, its field names in the reason) are cleaned as the form
+    # cleans them: a server must not be able to send escape sequences to the terminal.
+    click.echo(clean_text(line, multiline=False), err=True)
 
 
 def _report_no_terminal(decision: RuleDecision) -> None:

@@ -40,7 +40,7 @@ class TerminalAnswerer:
 
     def __init__(self, open_url: Callable[[str], bool] = webbrowser.open) -> None:
         self._open_url = open_url
-        self._prompt: PromptSession[str] = PromptSession(history=InMemoryHistory(), key_bindings=_cancel_keys())
+        self._prompt: PromptSession[str] | None = None
 
     async def answer(self, request: ElicitationRequest) -> ElicitResult:
         self._header(request)
@@ -152,6 +152,10 @@ class TerminalAnswerer:
             self.say(f"Please type one of: {', '.join(options)}", "ansiyellow")
 
     async def ask(self, prompt: str, prefilled: str = "") -> str:
+        if self._prompt is None:
+            # Made at the first question, not before: a prompt session keeps the output in force when it is
+            # made, and the CLI moves forms to stderr (stdout redirected) after it makes its answerer.
+            self._prompt = PromptSession(history=InMemoryHistory(), key_bindings=_cancel_keys())
         return await self._prompt.prompt_async(prompt, default=prefilled)
 
     def say(self, text: str, style: str = "") -> None:
