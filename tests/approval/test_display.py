@@ -17,6 +17,17 @@ from safedb.approval.display import readable_length, visible_statement
         ("DELETE FROM t\u200b\u2066 WHERE id\u2028= 1", "DELETE FROM t⟨U+200B⟩⟨U+2066⟩ WHERE id⟨U+2028⟩= 1"),
         ("DELETE FROM t WHERE id = 1\rDELETE FROM t", "DELETE FROM t WHERE id = 1⟨U+000D⟩DELETE FROM t"),
         ("DELETE FROM t\x1b[2K WHERE id = 1", "DELETE FROM t⟨U+001B⟩[2K WHERE id = 1"),
+        # Not spaces, but blank on screen: Hangul fillers, the blank Braille pattern.
+        (
+            "DELETE FROM t WHERE id = 2 /*" + "\u3164" * 3000 + "*/ OR 1 = 1",
+            "DELETE FROM t WHERE id = 2 /*⟨U+3164, 3,000 times⟩*/ OR 1 = 1",
+        ),
+        (
+            "DELETE FROM t /*" + "\u2800\n" * 300 + "*/ OR 1 = 1",
+            "DELETE FROM t /*" + "⟨U+2800⟩\n" * 300 + "*/ OR 1 = 1",
+        ),
+        ("SELECT '\u115f\u1160\uffa0'", "SELECT '⟨U+115F⟩⟨U+1160⟩⟨U+FFA0⟩'"),
+        ("DELETE FROM t\u200b\u200b\u200b" + "\u200b" * 20, "DELETE FROM t⟨U+200B, 23 times⟩"),
     ],
 )
 def test_what_could_hide_part_of_a_statement_is_named(sql: str, shown: str) -> None:
@@ -30,7 +41,14 @@ def test_ordinary_layout_and_text_are_shown_as_written() -> None:
 
 @pytest.mark.parametrize(
     ("text", "length"),
-    [("GDPR erasure request", 20), ("  padded  ", 6), ("\u200b" * 12, 0), ("\u2066\u2069 ok \u200b", 2), ("", 0)],
+    [
+        ("GDPR erasure request", 20),
+        ("  padded  ", 6),
+        ("\u200b" * 12, 0),
+        ("\u2066\u2069 ok \u200b", 2),
+        ("", 0),
+        ("\u3164" * 12, 0),
+    ],
 )
 def test_readable_length_counts_what_a_person_can_read(text: str, length: int) -> None:
     assert readable_length(text) == length

@@ -8,6 +8,7 @@ overwrites a terminal line. The shown text names those instead (the statement th
 
 from __future__ import annotations
 
+import itertools
 import re
 import unicodedata
 
@@ -20,15 +21,18 @@ _EMPTY_LINES = re.compile(rf"\n(?:[^\S\r\n]*\n){{{_MAX_EMPTY_LINES + 1},}}")
 # Controls, format characters (bidi, zero-width), line and paragraph separators, private and unassigned.
 _HIDDEN_CATEGORIES = frozenset({"Cc", "Cf", "Zl", "Zp", "Co", "Cn", "Cs"})
 _SHOWN_AS_IS = frozenset({"\n", "\t"})
+# Letters and symbols that render as blank space without being spaces (Hangul fillers, the blank Braille
+# pattern, Khmer inherent vowels, the combining grapheme joiner): 3,000 of them push text out of sight too.
+_BLANK_LOOKING = frozenset("\u034f\u115f\u1160\u17b4\u17b5\u2800\u3164\uffa0")
 
 
 def visible_statement(sql: str) -> str:
-    """`sql` as it must be shown before approval: hidden characters as `⟨U+202E⟩`, long runs of blanks as
-    `⟨3,000 blanks⟩`, long runs of empty lines as `⟨200 line breaks⟩`."""
+    """`sql` as it must be shown before approval: hidden characters as `⟨U+202E⟩` (a long run of one as
+    `⟨U+3164, 3,000 times⟩`), long runs of blanks as `⟨3,000 blanks⟩`, of empty lines as `⟨200 line breaks⟩`."""
     text = sql.strip().replace("\r\n", "\n")
     text = _EMPTY_LINES.sub(lambda run: f"\n⟨{run.group().count(chr(10)):,} line breaks⟩\n", text)
     text = _BLANK_RUN.sub(lambda run: f"⟨{len(run.group()):,} blanks⟩", text)
-    return "".join(_shown(character) for character in text)
+    return "".join(_shown(character, len(list(run))) for character, run in itertools.groupby(text))
 
 
 def readable_length(text: str) -> int:
@@ -37,9 +41,14 @@ def readable_length(text: str) -> int:
     return len("".join(character for character in text if not _hidden(character)).strip())
 
 
-def _shown(character: str) -> str:
-    return f"⟨U+{ord(character):04X}⟩" if _hidden(character) else character
+def _shown(character: str, times: int) -> str:
+    if not _hidden(character):
+        return character * times
+    name = f"U+{ord(character):04X}"
+    return f"⟨{name}, {times:,} times⟩" if times > _MAX_BLANKS else f"⟨{name}⟩" * times
 
 
 def _hidden(character: str) -> bool:
-    return character not in _SHOWN_AS_IS and unicodedata.category(character) in _HIDDEN_CATEGORIES
+    return character in _BLANK_LOOKING or (
+        character not in _SHOWN_AS_IS and unicodedata.category(character) in _HIDDEN_CATEGORIES
+    )
