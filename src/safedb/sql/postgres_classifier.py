@@ -14,7 +14,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 
 from pglast import ast, parse_sql
-from pglast.enums import OnConflictAction
+from pglast.enums import OnConflictAction, SubLinkType
 from pglast.parser import ParseError
 
 from safedb.errors import DeniedByPolicy, EmptyStatement, InvalidStatement, MultipleStatements, TemporaryObject
@@ -32,6 +32,8 @@ from safedb.sql.postgres_utility import (
 _EXECUTING = (ast.SelectStmt, ast.InsertStmt, ast.UpdateStmt, ast.DeleteStmt, ast.MergeStmt, ast.CreateTableAsStmt)
 _DML = (ast.InsertStmt, ast.UpdateStmt, ast.DeleteStmt, ast.MergeStmt)
 _SYSTEM_OPERATOR_SCHEMA = "pg_catalog"
+# Subqueries compared with an operator: `x op ANY (...)`, `x op ALL (...)`, `ROW(...) op (...)`.
+_COMPARING_SUBLINKS = frozenset({SubLinkType.ANY_SUBLINK, SubLinkType.ALL_SUBLINK, SubLinkType.ROWCOMPARE_SUBLINK})
 
 
 @dataclass(frozen=True)
@@ -226,15 +228,26 @@ def _references(root: ast.Node) -> _References:
                 if isinstance(part, ast.String) and part.sval:
                     found.functions.append(FunctionRef(part.sval, attribute=True))
         elif isinstance(node, ast.A_Expr) and node.name:
-            operator = QualifiedName.from_list(node.name)
-            if operator.schema != _SYSTEM_OPERATOR_SCHEMA:
-                found.operators.append(operator.name)
+            _note_operator(found, node.name)
+        elif isinstance(node, ast.SubLink) and node.subLinkType in _COMPARING_SUBLINKS:
+            # `x op ANY (SELECT ...)`; without an operator (`x IN (SELECT ...)`), the type's `=`.
+            _note_operator(found, node.operName or (ast.String(sval="="),))
+        elif isinstance(node, ast.SortBy) and node.useOp:
+            _note_operator(found, node.useOp)  # ORDER BY x USING op
+        elif isinstance(node, ast.CaseExpr) and node.arg is not None:
+            _note_operator(found, (ast.String(sval="="),))  # CASE x WHEN v: the type's `=`
         elif isinstance(node, ast.RangeVar):
             found.relations.append(QualifiedName.from_range_var(node))
         elif isinstance(node, ast.SetToDefault):
             found.uses_default = True
         found.changes.extend(_node_changes(node))
     return found
+
+
+def _note_operator(found: _References, name: tuple[object, ...] | list[object]) -> None:
+    operator = QualifiedName.from_list(name)
+    if operator.schema != _SYSTEM_OPERATOR_SCHEMA:
+        found.operators.append(operator.name)
 
 
 def _node_changes(node: ast.Node) -> list[Change]:

@@ -64,7 +64,28 @@ SELECT c.oid::regclass::text, c.relkind::text, c.oid IN (SELECT oid FROM targets
                       OR EXISTS (SELECT 1 FROM pg_depend dep WHERE dep.classid = 'pg_attrdef'::regclass
                                  AND dep.objid = d.oid AND dep.refclassid = 'pg_proc'::regclass))),
        EXISTS (SELECT 1 FROM pg_constraint con WHERE con.conrelid = c.oid AND con.contype = 'f'
-               AND 'd' IN (con.confdeltype, con.confupdtype))
+               AND 'd' IN (con.confdeltype, con.confupdtype)),
+       -- User-defined functions (or operators) run for each row written: in CHECK and exclusion constraints, the
+       -- checks of its columns' domains, generated columns, and index expressions and predicates.
+       EXISTS (SELECT 1 FROM pg_depend dep
+               JOIN pg_proc p ON p.oid = CASE dep.refclassid
+                   WHEN 'pg_proc'::regclass THEN dep.refobjid
+                   ELSE (SELECT o.oprcode FROM pg_operator o WHERE o.oid = dep.refobjid) END
+               JOIN pg_namespace n ON n.oid = p.pronamespace
+               WHERE dep.refclassid IN ('pg_proc'::regclass, 'pg_operator'::regclass)
+                 AND n.nspname NOT IN ('pg_catalog', 'information_schema')
+                 AND ((dep.classid = 'pg_constraint'::regclass AND dep.objid IN (
+                          SELECT con.oid FROM pg_constraint con WHERE con.conrelid = c.oid
+                          UNION ALL
+                          SELECT con.oid FROM pg_attribute a JOIN pg_type ty ON ty.oid = a.atttypid
+                          JOIN pg_constraint con ON con.contypid IN (ty.oid, ty.typbasetype, ty.typelem)
+                          WHERE a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped))
+                      OR (dep.classid = 'pg_class'::regclass
+                          AND dep.objid IN (SELECT i.indexrelid FROM pg_index i WHERE i.indrelid = c.oid))
+                      OR (dep.classid = 'pg_attrdef'::regclass AND dep.objid IN (
+                          SELECT d.oid FROM pg_attrdef d JOIN pg_attribute a ON a.attrelid = d.adrelid
+                              AND a.attnum = d.adnum
+                          WHERE d.adrelid = c.oid AND a.attgenerated <> ''))))
 FROM closure JOIN pg_class c ON c.oid = closure.oid
 """
 _SYSTEM_SCHEMAS = frozenset({"pg_catalog", "information_schema"})
@@ -178,11 +199,22 @@ async def _obstacles(
 ) -> list[_Obstacle]:
     found: list[_Obstacle] = []
     cursor = await connection.execute(_OBSTACLES_SQL, {"targets": _quoted_targets(classification)})
-    for name, kind, is_target, triggers, rules, volatile_defaults, sets_defaults in await cursor.fetchall():
+    writes_rows = bool(set(classification.kinds) - {ChangeKind.DELETE})
+    rows = await cursor.fetchall()
+    for name, kind, is_target, triggers, rules, volatile_defaults, sets_defaults, runs_user_code in rows:
         if is_target and kind not in ("r", "p"):
             found.append(_Obstacle(name, "it is not an ordinary table"))
         if triggers:
             found.append(_Obstacle(name, "it has triggers"))
+        # A referencing table's rows may be written by its foreign key's action (SET NULL, SET DEFAULT...).
+        if runs_user_code and (writes_rows or not is_target):
+            found.append(
+                _Obstacle(
+                    name,
+                    "its constraints, generated columns or indexes call a user-defined function for each row "
+                    "written, which a rollback may not undo",
+                )
+            )
         if rules:
             found.append(_Obstacle(name, "it has rules"))
         # Defaults are computed for the statement's own rows, and for rows a foreign key sets to default.

@@ -1,0 +1,100 @@
+"""User-defined functions a statement runs without naming them: in constraints, domains, generated columns,
+indexes, and operators. A dry run must not run them (a rollback does not undo a sequence, or a write made
+through another connection), and a read must not call a volatile one unasked."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from safedb.sql.classification import ChangeKind
+from tests.conftest_postgres import fresh_database
+from tests.postgres.conftest import PgDatabase
+from tests.postgres_server import PostgresServer
+
+pytestmark = pytest.mark.anyio
+
+SETUP = (
+    "CREATE SEQUENCE calls",
+    # Declared IMMUTABLE, as such helpers often are, and still advancing a sequence: the label is not enforced.
+    "CREATE FUNCTION counted(v integer) RETURNS boolean LANGUAGE plpgsql IMMUTABLE AS "
+    "$$ BEGIN PERFORM nextval('calls'); RETURN true; END $$",
+    "CREATE FUNCTION counted_value(v integer) RETURNS integer LANGUAGE plpgsql IMMUTABLE AS "
+    "$$ BEGIN PERFORM nextval('calls'); RETURN v; END $$",
+    "CREATE TABLE checked (id integer PRIMARY KEY, v integer CHECK (counted(v)))",
+    "CREATE DOMAIN counted_int AS integer CHECK (counted(VALUE))",
+    "CREATE TABLE typed (id integer PRIMARY KEY, v counted_int)",
+    "CREATE TABLE generated (id integer PRIMARY KEY, v integer, "
+    "g integer GENERATED ALWAYS AS (counted_value(v)) STORED)",
+    "CREATE TABLE indexed (id integer PRIMARY KEY, v integer)",
+    "CREATE INDEX indexed_by_count ON indexed (counted_value(v))",
+    "CREATE TABLE plain (id integer PRIMARY KEY, v integer)",
+    "INSERT INTO checked VALUES (1, 1)",
+    "INSERT INTO typed VALUES (1, 1)",
+    "INSERT INTO generated (id, v) VALUES (1, 1)",
+    "INSERT INTO indexed VALUES (1, 1)",
+    "INSERT INTO plain VALUES (1, 1)",
+    "CREATE FUNCTION counted_eq(a integer, b integer) RETURNS boolean LANGUAGE plpgsql VOLATILE AS "
+    "$$ BEGIN PERFORM nextval('calls'); RETURN a = b; END $$",
+    "CREATE OPERATOR === (LEFTARG = integer, RIGHTARG = integer, FUNCTION = counted_eq)",
+)
+
+
+@pytest.fixture(scope="module")
+def pg(postgres_cluster: PostgresServer) -> Iterator[PgDatabase]:
+    name = fresh_database(postgres_cluster, SETUP)
+    yield PgDatabase(postgres_cluster, name)
+    postgres_cluster.drop_database(name)
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "UPDATE checked SET v = v + 1",
+        "INSERT INTO checked VALUES (2, 2)",
+        "INSERT INTO typed VALUES (2, 2)",
+        "UPDATE typed SET v = 5",
+        "UPDATE generated SET v = v + 1",
+        "UPDATE indexed SET v = v + 1",
+        "DELETE FROM plain WHERE id === ANY (SELECT 1)",
+    ],
+)
+async def test_a_preview_never_runs_user_code_the_statement_does_not_name(pg: PgDatabase, sql: str) -> None:
+    before = pg.rows("SELECT last_value, is_called FROM calls")
+
+    (impact,) = await pg.previews(sql)
+
+    assert pg.rows("SELECT last_value, is_called FROM calls") == before
+    assert impact.rows_affected is None
+
+
+async def test_the_preview_says_why_it_made_no_dry_run(pg: PgDatabase) -> None:
+    (impact,) = await pg.previews("UPDATE checked SET v = v + 1")
+
+    assert "planner's estimate" in impact.lines[0]
+    assert "call a user-defined function for each row written" in impact.lines[0]
+
+
+async def test_a_delete_still_gets_its_dry_run_when_only_written_rows_would_run_user_code(pg: PgDatabase) -> None:
+    (impact,) = await pg.previews("DELETE FROM checked WHERE id = 42")
+
+    assert impact.rows_affected == 0
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "SELECT 1 WHERE 1 === ANY (SELECT 1)",
+        "SELECT 1 WHERE 1 === ALL (SELECT 1)",
+        "SELECT v FROM plain ORDER BY v USING ===",
+    ],
+)
+async def test_an_operator_applied_to_a_subquery_or_a_sort_is_judged_by_its_function(pg: PgDatabase, sql: str) -> None:
+    database = pg.open()
+    try:
+        classification = await database.classify(sql)
+    finally:
+        await database.aclose()
+
+    assert ChangeKind.FUNCTION_CALL in classification.kinds
