@@ -11,6 +11,7 @@ import pytest
 
 from safedb.db.backend import QueryLimits
 from safedb.db.sqlite.backend import SqliteDatabase
+from safedb.sql.classification import ChangeKind
 
 pytestmark = pytest.mark.anyio
 
@@ -68,3 +69,20 @@ async def test_the_preview_of_a_virtual_table_change_says_where_its_extra_change
     assert line.startswith("1 row would be affected (insert)")
     assert "what the virtual table's module writes to its own tables" in line
     assert "triggers" not in line
+
+
+async def test_a_statement_that_writes_a_shadow_table_itself_is_asked_as_what_it_does(
+    served: tuple[SqliteDatabase, Path],
+) -> None:
+    """Writing an FTS index's own table directly (which corrupts the index) is the statement's own change, shown
+    as such, not left out as the module's bookkeeping (with only a trigger's insert elsewhere to show)."""
+    database, _ = served
+    await approve(database, "CREATE VIRTUAL TABLE docs USING fts5(body)")
+    await approve(database, "INSERT INTO docs VALUES ('hello world')")
+    await approve(
+        database, "CREATE TRIGGER note_it AFTER DELETE ON docs_content BEGIN INSERT INTO notes (body) VALUES ('x'); END"
+    )
+
+    classification = await database.classify("DELETE FROM docs_content")
+
+    assert (ChangeKind.DELETE, "docs_content") in {(c.kind, c.target.name) for c in classification.changes}

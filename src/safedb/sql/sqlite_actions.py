@@ -227,9 +227,10 @@ def classify_events(
 
     The statement is read-only only when all three agree: no writing event, no writing opcode, and a
     statement form that only reads. Row reads and writes on the shadow tables of virtual tables
-    (`shadow_tables`, from SQLite's catalog) outside any trigger or view are the virtual table module's
-    own bookkeeping, reported when it first prepares its statements: they are left out. Anything else
-    that names a shadow table (dropping, altering or indexing it, a trigger on it) is the statement's own.
+    (`shadow_tables`, from SQLite's catalog) outside any trigger or view, by a statement that names their
+    virtual table, are the module's own bookkeeping, reported when it first prepares its statements: they
+    are left out. Anything else that names a shadow table (writing its rows directly, dropping, altering
+    or indexing it, a trigger on it) is the statement's own.
 
     `explain_only` marks a statement that SQLite will only list (`EXPLAIN ...`): its writes are never
     carried out, but pragmas still take effect while compiling.
@@ -255,7 +256,11 @@ def classify_events(
             )
 
     program_writes = bool(write_opcodes)
-    events = [event for event in events if not _is_shadow_row_access(event, shadow_tables)]
+    # Named by the statement outside the shadow tables: the virtual tables whose modules may be at work.
+    module_prefixes = tuple(
+        f"{event.arg1.lower()}_" for event in events if event.arg1 and event.arg1 not in shadow_tables
+    )
+    events = [event for event in events if not _is_module_row_access(event, shadow_tables, module_prefixes)]
     changes = [change for event in events if (change := _change_for(event, shape)) is not None]
     if explain_only:
         changes = [change for change in changes if change.kind is ChangeKind.PRAGMA]
@@ -334,9 +339,18 @@ def is_shadow_bookkeeping(event: AuthorizerEvent, shadow_tables: frozenset[str])
     )
 
 
-def _is_shadow_row_access(event: AuthorizerEvent, shadow_tables: frozenset[str]) -> bool:
-    """Row access on a shadow table outside any trigger or view: what a module does while it prepares."""
-    return event.source is None and event.code in _SHADOW_ROW_ACTIONS and event.arg1 in shadow_tables
+def _is_module_row_access(
+    event: AuthorizerEvent, shadow_tables: frozenset[str], module_prefixes: tuple[str, ...]
+) -> bool:
+    """Row access on a shadow table outside any trigger or view, while the statement names its virtual table
+    (`docs` for `docs_content`): what a module does while it prepares. A statement that names only the
+    shadow table (`DELETE FROM docs_content`) is changing it itself."""
+    return (
+        event.source is None
+        and event.code in _SHADOW_ROW_ACTIONS
+        and event.arg1 in shadow_tables
+        and event.arg1.lower().startswith(module_prefixes)
+    )
 
 
 def is_internal_table(name: str | None) -> bool:
