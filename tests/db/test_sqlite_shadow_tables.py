@@ -11,6 +11,7 @@ import pytest
 
 from safedb.db.backend import QueryLimits
 from safedb.db.sqlite.backend import SqliteDatabase
+from safedb.errors import DeniedByPolicy
 from safedb.sql.classification import ChangeKind
 
 pytestmark = pytest.mark.anyio
@@ -86,3 +87,23 @@ async def test_a_statement_that_writes_a_shadow_table_itself_is_asked_as_what_it
     classification = await database.classify("DELETE FROM docs_content")
 
     assert (ChangeKind.DELETE, "docs_content") in {(c.kind, c.target.name) for c in classification.changes}
+
+
+@pytest.mark.parametrize("module", ["fts3(bio)", "fts4(bio)", "fts5(bio)"])
+async def test_a_virtual_table_that_would_take_over_an_existing_table_is_refused(
+    served: tuple[SqliteDatabase, Path], module: str
+) -> None:
+    """FTS3 takes `player_stat` for its own statistics (and drops it with `player`); FTS4 and FTS5 write to
+    theirs. Approving "create virtual table player" must not hand them a table of the person's."""
+    database, path = served
+    connection = sqlite3.connect(path)
+    connection.executescript(
+        "CREATE TABLE player_stat (id INTEGER PRIMARY KEY, goals INTEGER); INSERT INTO player_stat VALUES (1, 4);"
+        "CREATE TABLE player_docsize (id INTEGER PRIMARY KEY); CREATE TABLE player_config (k, v);"
+    )
+    connection.close()
+
+    with pytest.raises(DeniedByPolicy, match="would take the existing"):
+        await database.classify(f"CREATE VIRTUAL TABLE player USING {module}")
+    classification = await database.classify(f"CREATE VIRTUAL TABLE players USING {module}")
+    assert (ChangeKind.CREATE, "players") in {(c.kind, c.target.name) for c in classification.changes}

@@ -6,8 +6,8 @@ import re
 import sqlite3
 
 from safedb.db.sqlite.connections import was_stopped
-from safedb.errors import EmptyStatement, InvalidStatement, MultipleStatements
-from safedb.sql.classification import Classification
+from safedb.errors import DeniedByPolicy, EmptyStatement, InvalidStatement, MultipleStatements
+from safedb.sql.classification import ChangeKind, Classification, DatabaseObject, ObjectType
 from safedb.sql.sqlite_actions import (
     Action,
     AuthorizerEvent,
@@ -80,9 +80,38 @@ def inspect_statement(connection: sqlite3.Connection, sql: str, shadow_tables: f
     except ValueError as exc:  # e.g. a NUL character in the text
         raise InvalidStatement(f"SQLite cannot run this statement: {exc}") from exc
     shape = statement_shape(sql, "sqlite")
-    return classify_events(
+    classification = classify_events(
         sql, events, writes_in_program(program), shape, explain_only=explain_only, shadow_tables=shadow_tables
     )
+    for change in classification.changes:
+        if change.kind is ChangeKind.CREATE and change.target.type is ObjectType.VIRTUAL_TABLE:
+            _refuse_taking_over_tables(connection, change.target)
+    return classification
+
+
+# The names the FTS3/4, FTS5 and R-Tree modules give their shadow tables: `<virtual table>_<suffix>`.
+_SHADOW_SUFFIXES = ("content", "segments", "segdir", "docsize", "stat", "data", "idx", "config", "node", "rowid",
+                    "parent")  # fmt: skip
+
+
+def _refuse_taking_over_tables(connection: sqlite3.Connection, table: DatabaseObject) -> None:
+    """A new virtual table whose module would take an existing table for one of its own (and write to it, or
+    drop it with the virtual table) is refused: the person would approve "create virtual table" only."""
+    names = [f"{table.name}_{suffix}".lower() for suffix in _SHADOW_SUFFIXES]
+    taken = [
+        name
+        for (name,) in connection.execute(
+            "SELECT name FROM pragma_table_list WHERE schema = ? AND type IN ('table', 'view') "
+            f"AND lower(name) IN ({', '.join('?' for _ in names)})",
+            (table.schema or "main", *names),
+        )
+    ]
+    if taken:
+        raise DeniedByPolicy(
+            f"CREATE VIRTUAL TABLE {table.name} would take the existing {', '.join(taken)} for its module's own "
+            "storage (written with every change, and dropped with the virtual table). Nothing was run; choose "
+            "another name."
+        )
 
 
 def schema_version(connection: sqlite3.Connection) -> int:
