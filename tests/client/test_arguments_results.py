@@ -5,10 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from mcp_types import CallToolResult, TextContent
+from mcp_types import CallToolResult, TextContent, Tool
 
 from safedb.client.arguments import ArgumentError, parse_arguments
-from safedb.client.results import render_result, tabulate
+from safedb.client.results import describe_tools, render_result, tabulate
 
 SCHEMA = {
     "type": "object",
@@ -39,11 +39,23 @@ def test_arguments(words: list[str], expected: dict[str, Any]) -> None:
 
 
 @pytest.mark.parametrize(
-    ("words", "problem"), [(["limit=five"], "limit"), (["noequals"], "key=value"), (["[1]"], "key=value")]
+    ("words", "problem"),
+    [
+        (["limit=five"], "limit"),
+        (["noequals"], "key=value"),
+        (["[1]"], "key=value"),
+        (["limit=" + "9" * 5000], "limit"),  # more digits than Python converts
+        (["limit:=" + "9" * 5000], "limit"),
+    ],
 )
 def test_bad_arguments(words: list[str], problem: str) -> None:
     with pytest.raises(ArgumentError, match=problem):
         parse_arguments(words, SCHEMA)
+
+
+def test_a_tool_schema_of_the_wrong_shape_reads_the_arguments_untyped() -> None:
+    """A server's inputSchema may be anything: `properties` as a list is no reason to fail."""
+    assert parse_arguments(["a=1", "b=x"], {"type": "object", "properties": ["a", "b"]}) == {"a": 1, "b": "x"}
 
 
 def test_columns_and_rows_become_a_table_with_the_other_values_below() -> None:
@@ -62,3 +74,12 @@ def test_non_tabular_results_show_their_text_cleaned() -> None:
     assert render_result(result) == "done "
     error = CallToolResult(content=[TextContent(type="text", text="bad")], is_error=True)
     assert render_result(error) == "Error from the tool:\nbad"
+
+
+def test_tools_with_schemas_of_the_wrong_shape_are_still_listed() -> None:
+    tools = [
+        Tool(name="odd_required", input_schema={"type": "object", "properties": {"a": {}}, "required": 5}),
+        Tool(name="listed_properties", input_schema={"type": "object", "properties": ["a", "b"]}),
+        Tool(name="plain", input_schema={"type": "object", "properties": {"a": {}}, "required": ["a"]}),
+    ]
+    assert describe_tools(tools).splitlines() == ["odd_required [a=…]", "listed_properties", "plain a=…"]

@@ -79,6 +79,8 @@ def test_valid_values_are_accepted(name: str, value: Any, expected: Any) -> None
         ("name", 12, "valid string"),
         ("email", "not an email", "email address"),
         ("homepage", "example.com", "URI with a scheme"),
+        ("email", "a@b.com\n", "email address"),  # `$` alone would let the line break through
+        ("homepage", "https://example.com/\x00", "URI with a scheme"),
         ("birthday", "10/12/1815", "YYYY-MM-DD"),
         ("birthday", "2025-02-30", "YYYY-MM-DD"),
         ("meeting", "2025-12-31T23:59:00", "time zone"),
@@ -132,7 +134,17 @@ def test_empty_text_skips_an_optional_field_and_refuses_a_required_one() -> None
         parse_text(FIELDS["name"], "   ")
 
 
-@pytest.mark.parametrize(("name", "typed"), [("subscribe", "maybe"), ("age", "forty"), ("color", "4"), ("size", "x")])
+@pytest.mark.parametrize(
+    ("name", "typed"),
+    [
+        ("subscribe", "maybe"),
+        ("age", "forty"),
+        ("color", "4"),
+        ("size", "x"),
+        ("color", "²"),  # a digit to str.isdigit, not to int()
+        ("age", "9" * 5000),  # more digits than Python converts
+    ],
+)
 def test_unreadable_text_is_refused(name: str, typed: str) -> None:
     with pytest.raises(InvalidValue):
         parse_text(FIELDS[name], typed)

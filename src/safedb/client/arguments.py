@@ -20,12 +20,14 @@ def parse_arguments(words: Sequence[str], input_schema: Mapping[str, Any] | None
     if len(words) == 1 and words[0].lstrip().startswith("{"):
         try:
             value = json.loads(words[0])
-        except json.JSONDecodeError as exc:
+        except ValueError as exc:  # not JSON, or a number with more digits than Python converts
             raise ArgumentError(f"The arguments are not valid JSON: {exc}") from None
         if not isinstance(value, dict):
             raise ArgumentError("JSON arguments must be an object")
         return value
-    properties = (input_schema or {}).get("properties", {})
+    properties = (input_schema or {}).get("properties")
+    if not isinstance(properties, Mapping):  # a server's schema may be anything
+        properties = {}
     arguments: dict[str, Any] = {}
     for word in words:
         key, separator, raw = word.partition("=")
@@ -46,12 +48,12 @@ def _typed(key: str, raw: str, schema: Any) -> Any:
         if "string" in types:
             try:
                 return json.loads(raw)
-            except json.JSONDecodeError:
+            except ValueError:
                 return raw
         return _json(key, raw)
     try:
         value = json.loads(raw)
-    except json.JSONDecodeError:
+    except ValueError:
         return raw
     return value if not isinstance(value, str) else raw
 
@@ -59,8 +61,9 @@ def _typed(key: str, raw: str, schema: Any) -> Any:
 def _json(key: str, raw: str) -> Any:
     try:
         return json.loads(raw)
-    except json.JSONDecodeError as exc:
-        raise ArgumentError(f"{key}: {raw!r} is not valid JSON ({exc.msg})") from None
+    except ValueError as exc:
+        reason = exc.msg if isinstance(exc, json.JSONDecodeError) else str(exc)
+        raise ArgumentError(f"{key}: {raw!r} is not valid JSON ({reason})") from None
 
 
 def _schema_types(schema: Any) -> set[str]:

@@ -179,14 +179,18 @@ def _one_of(field: FormField) -> Any:
 
 
 def _email(value: str) -> str:
-    if not _EMAIL.match(value):
+    if not _EMAIL.fullmatch(value):
         raise ValueError("must be an email address, like name@example.com")
     return value
 
 
 def _uri(value: str) -> str:
     parts = urlsplit(value)
-    if not parts.scheme or not _URI_SCHEME.match(parts.scheme) or any(c.isspace() for c in value):
+    if (
+        not parts.scheme
+        or not _URI_SCHEME.fullmatch(parts.scheme)
+        or any(c.isspace() or not c.isprintable() for c in value)
+    ):
         raise ValueError("must be a URI with a scheme, like https://example.com/page")
     if not (parts.netloc or parts.path):
         raise ValueError("must be a URI with something after the scheme")
@@ -195,7 +199,7 @@ def _uri(value: str) -> str:
 
 def _date(value: str) -> str:
     try:
-        if _FULL_DATE.match(value):
+        if _FULL_DATE.fullmatch(value):
             date.fromisoformat(value)
             return value
     except ValueError:
@@ -205,7 +209,7 @@ def _date(value: str) -> str:
 
 def _date_time(value: str) -> str:
     try:
-        if _DATE_TIME.match(value):
+        if _DATE_TIME.fullmatch(value):
             datetime.fromisoformat(value.replace("z", "Z"))
             return value
     except ValueError:

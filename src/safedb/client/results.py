@@ -78,9 +78,13 @@ def describe_tools(tools: Sequence[Tool]) -> str:
         return "The server offers no tools."
     lines = []
     for tool in tools:
-        properties = (tool.input_schema or {}).get("properties", {})
-        required = set((tool.input_schema or {}).get("required", []))
-        arguments = " ".join(f"{name}=…" if name in required else f"[{name}=…]" for name in properties)
+        # A server's schema may be of any shape: what is not a mapping of properties and a list of names is
+        # left out.
+        properties = (tool.input_schema or {}).get("properties")
+        required = (tool.input_schema or {}).get("required")
+        names = [str(name) for name in properties] if isinstance(properties, dict) else []
+        needed = {str(name) for name in required} if isinstance(required, list) else set()
+        arguments = " ".join(f"{name}=…" if name in needed else f"[{name}=…]" for name in names)
         lines.append(clean_text(f"{tool.name} {arguments}".rstrip(), multiline=False))
         summary = (tool.description or tool.title or "").strip().splitlines()
         if summary:

@@ -109,7 +109,7 @@ def _boolean(text: str) -> bool:
 def _number(text: str, kind: FieldKind) -> int | float:
     try:
         value = json.loads(text)
-    except json.JSONDecodeError:
+    except ValueError:  # not JSON, or a number with more digits than Python converts
         value = None
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise InvalidValue(
@@ -119,7 +119,7 @@ def _number(text: str, kind: FieldKind) -> int | float:
 
 
 def _choice(field: FormField, text: str) -> str:
-    if text.isdigit() and 1 <= int(text) <= len(field.choices) and field.choice_for(text) is None:
+    if text.isascii() and text.isdigit() and 1 <= int(text) <= len(field.choices) and field.choice_for(text) is None:
         return field.choices[int(text) - 1].value
     if field.choice_for(text) is not None:
         return text
