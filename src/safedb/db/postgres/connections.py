@@ -6,10 +6,10 @@ connection goes back to the pool, so a read leaves nothing behind) and writers (
 only for approved statements and rolled-back dry runs, and reset with `DISCARD ALL` whenever a
 connection goes back to the pool, so nothing an approved statement does to its session outlives the
 call).
-Both pools' sessions start with the same settings (libpq startup options, which `DISCARD ALL` returns
-to): string literals read the way SafeDB's parser reads them (`standard_conforming_strings`), and the
-reader's search path, so that a name in a statement means the same table to the checks made as the
-reader and to the dry run and the approved statement run as the writer.
+Both pools' sessions have the same settings (set when a connection is made, and on a writer again after
+`DISCARD ALL`): string literals read the way SafeDB's parser reads them (`standard_conforming_strings`),
+and the reader's search path, so that a name in a statement means the same table to the checks made as
+the reader and to the dry run and the approved statement run as the writer.
 Pools open lazily, on first use, inside the event loop that uses them.
 """
 
@@ -24,7 +24,7 @@ from typing import Any
 
 import psycopg
 from psycopg import AsyncConnection, sql
-from psycopg.conninfo import conninfo_to_dict, make_conninfo
+from psycopg.conninfo import conninfo_to_dict
 from psycopg.types.string import TextLoader
 from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
@@ -63,32 +63,10 @@ async def set_statement_timeout(connection: Connection, seconds: float, *, local
     await connection.execute("SELECT set_config('lock_timeout', %s, %s)", (_milliseconds(seconds), local))
 
 
-async def _configure_json(connection: Connection) -> None:
-    """JSON comes back as the server's own text, not as Python objects."""
-    for name in ("json", "jsonb"):
-        connection.adapters.register_loader(name, TextLoader)
-
-
-async def _configure_reader(connection: Connection) -> None:
-    await _configure_json(connection)
-    await connection.execute("SET default_transaction_read_only = on")
-    await connection.set_read_only(True)
-
-
 def read_transaction(connection: Connection) -> AbstractAsyncContextManager[Any]:
     """A transaction on a reader that always rolls back: whatever a function called by a read did that
     PostgreSQL undoes on rollback (a `set_config`, a `pg_notify`) never happens for anyone else."""
     return connection.transaction(force_rollback=True)
-
-
-async def _reset_reader(connection: Connection) -> None:
-    """Release session advisory locks: the one thing a rolled-back read-only transaction can leave behind."""
-    await connection.execute("SELECT pg_advisory_unlock_all()")
-
-
-async def _reset_writer(connection: Connection) -> None:
-    """Forget everything an approved statement did to the session: settings, role, locks, listeners..."""
-    await connection.execute("DISCARD ALL")
 
 
 # With the legacy `off`, `'x\'' , f() --'` is one string to SafeDB's parser (pglast) and a call of f() to the
@@ -101,7 +79,7 @@ _USER_SCHEMA = re.compile(r'(?:(?<=^)|(?<=,))\s*(?:"\$user"|\$user)\s*(?=,|$)')
 async def _reader_search_path(reader_dsn: str) -> str:
     """The reader's search path, with `$user` spelled out as the reader's own name."""
     async with await psycopg.AsyncConnection.connect(
-        _with_settings(reader_dsn, _STRING_SETTINGS), autocommit=True, connect_timeout=int(CONNECT_SECONDS)
+        reader_dsn, autocommit=True, connect_timeout=int(CONNECT_SECONDS)
     ) as connection:
         cursor = await connection.execute("SELECT current_setting('search_path'), current_user")
         row = await cursor.fetchone()
@@ -110,20 +88,31 @@ async def _reader_search_path(reader_dsn: str) -> str:
     return _USER_SCHEMA.sub(lambda _: '"' + user.replace('"', '""') + '"', search_path)
 
 
-def _with_settings(dsn: str, settings: Mapping[str, str]) -> str:
-    """`dsn` with `settings` added to its startup options, after any it has (so that these win)."""
-    try:
-        options = str(conninfo_to_dict(dsn).get("options") or "")
-    except psycopg.ProgrammingError:
-        return dsn  # connecting reports it
-    for name, value in settings.items():
-        # libpq splits options on blanks: blanks and backslashes in a value are escaped with a backslash.
-        escaped = str(value).replace("\\", "\\\\").replace(" ", "\\ ")
-        options += f" -c {name}={escaped}"
-    return make_conninfo(dsn, options=options.strip())
+def _pool(
+    dsn: str, size: int, name: str, settings: Mapping[str, str], *, reader: bool
+) -> AsyncConnectionPool[Connection]:
+    async def apply_settings(connection: Connection) -> None:
+        for setting, value in settings.items():
+            await connection.execute("SELECT set_config(%s, %s, false)", (setting, value))
 
+    async def configure(connection: Connection) -> None:
+        """JSON comes back as the server's own text, not as Python objects; readers only read."""
+        for type_name in ("json", "jsonb"):
+            connection.adapters.register_loader(type_name, TextLoader)
+        await apply_settings(connection)
+        if reader:
+            await connection.execute("SET default_transaction_read_only = on")
+            await connection.set_read_only(True)
 
-def _pool(dsn: str, size: int, name: str, *, reader: bool) -> AsyncConnectionPool[Connection]:
+    async def reset(connection: Connection) -> None:
+        if reader:
+            # The one thing a rolled-back read-only transaction can leave behind (its settings roll back).
+            await connection.execute("SELECT pg_advisory_unlock_all()")
+        else:
+            # Forget everything an approved statement did to the session: settings, role, locks, listeners...
+            await connection.execute("DISCARD ALL")
+            await apply_settings(connection)
+
     return AsyncConnectionPool(
         dsn,
         min_size=1,
@@ -132,8 +121,8 @@ def _pool(dsn: str, size: int, name: str, *, reader: bool) -> AsyncConnectionPoo
         name=name,
         timeout=CONNECT_SECONDS,
         kwargs={"autocommit": True, "prepare_threshold": None, "connect_timeout": int(CONNECT_SECONDS)},
-        configure=_configure_reader if reader else _configure_json,
-        reset=_reset_reader if reader else _reset_writer,
+        configure=configure,
+        reset=reset,
     )
 
 
@@ -160,8 +149,8 @@ class Pools:
             except psycopg.Error as exc:
                 raise DatabaseOpenError(f"Cannot connect to PostgreSQL: {exc}") from exc
             pools = (
-                _pool(_with_settings(reader_dsn, settings), readers, "safedb-readers", reader=True),
-                _pool(_with_settings(writer_dsn, settings), writers, "safedb-writers", reader=False),
+                _pool(reader_dsn, readers, "safedb-readers", settings, reader=True),
+                _pool(writer_dsn, writers, "safedb-writers", settings, reader=False),
             )
             try:
                 for pool in pools:
