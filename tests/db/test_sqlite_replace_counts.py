@@ -11,6 +11,7 @@ import pytest
 
 from safedb.db.backend import QueryLimits
 from safedb.db.sqlite.backend import SqliteDatabase
+from tests.helpers import rows
 
 pytestmark = pytest.mark.anyio
 
@@ -41,11 +42,7 @@ async def database(tmp_path: Path) -> AsyncIterator[tuple[SqliteDatabase, Path]]
 
 
 def table(path: Path, name: str) -> list[tuple[object, ...]]:
-    connection = sqlite3.connect(path)
-    try:
-        return connection.execute(f"SELECT * FROM {name} ORDER BY 1").fetchall()
-    finally:
-        connection.close()
+    return rows(path, f"SELECT * FROM {name} ORDER BY 1")
 
 
 @pytest.mark.parametrize(

@@ -7,10 +7,9 @@ from collections.abc import Iterator
 
 import pytest
 
-from safedb.db.backend import QueryLimits
-from safedb.db.postgres import PostgresDatabase
 from tests.conftest_postgres import fresh_database
-from tests.postgres_server import READER, WRITER, PostgresServer
+from tests.postgres.conftest import PgDatabase
+from tests.postgres_server import WRITER, PostgresServer
 
 pytestmark = pytest.mark.anyio
 
@@ -26,25 +25,14 @@ SETUP = (
 
 
 @pytest.fixture
-def database_name(postgres_cluster: PostgresServer) -> Iterator[str]:
+def pg(postgres_cluster: PostgresServer) -> Iterator[PgDatabase]:
     name = fresh_database(postgres_cluster, SETUP)
-    yield name
+    yield PgDatabase(postgres_cluster, name)
     postgres_cluster.drop_database(name)
 
 
-def rows(server: PostgresServer, database: str, sql: str) -> list[tuple[object, ...]]:
-    with server.connect(database) as connection:
-        return [tuple(row) for row in connection.execute(sql.encode()).fetchall()]
-
-
-async def test_a_name_means_the_same_table_to_the_checks_the_dry_run_and_the_approved_run(
-    postgres_cluster: PostgresServer, database_name: str
-) -> None:
-    database = PostgresDatabase(
-        postgres_cluster.url(READER, database_name),
-        QueryLimits(),
-        writer_dsn=postgres_cluster.url(WRITER, database_name),
-    )
+async def test_a_name_means_the_same_table_to_the_checks_the_dry_run_and_the_approved_run(pg: PgDatabase) -> None:
+    database = pg.open()
     try:
         classification = await database.classify("DELETE FROM t WHERE id <= 2")
         impact = await database.preview(classification)
@@ -53,22 +41,17 @@ async def test_a_name_means_the_same_table_to_the_checks_the_dry_run_and_the_app
         await database.aclose()
 
     assert impact.rows_affected == 2
-    assert rows(postgres_cluster, database_name, "SELECT id FROM public.t ORDER BY id") == [(3,), (4,), (5,)]
-    assert rows(postgres_cluster, database_name, f'SELECT count(*) FROM "{WRITER}".t') == [(50,)]
+    assert pg.rows("SELECT id FROM public.t ORDER BY id") == [(3,), (4,), (5,)]
+    assert pg.rows(f'SELECT count(*) FROM "{WRITER}".t') == [(50,)]
 
 
 async def test_string_literals_read_as_the_parser_reads_them_on_a_server_set_to_the_legacy_escapes(
-    postgres_cluster: PostgresServer, database_name: str
+    pg: PgDatabase,
 ) -> None:
     """With `standard_conforming_strings = off`, `'x\\'' , f() --'` is one string to SafeDB's parser but a call
     of f() to such a server. SafeDB's sessions read a backslash as the parser does, reader and writer alike."""
-    with postgres_cluster.connect(database_name) as admin:
-        admin.execute(f"ALTER DATABASE {database_name} SET standard_conforming_strings = off".encode())
-    database = PostgresDatabase(
-        postgres_cluster.url(READER, database_name),
-        QueryLimits(),
-        writer_dsn=postgres_cluster.url(WRITER, database_name),
-    )
+    pg.rows(f"ALTER DATABASE {pg.name} SET standard_conforming_strings = off")
+    database = pg.open()
     try:
         read = await database.read(await database.classify("SELECT 'a\\' AS text"))
         approved = await database.write(

@@ -231,11 +231,14 @@ def _references(root: ast.Node) -> _References:
             _note_operator(found, node.name)
         elif isinstance(node, ast.SubLink) and node.subLinkType in _COMPARING_SUBLINKS:
             # `x op ANY (SELECT ...)`; without an operator (`x IN (SELECT ...)`), the type's `=`.
-            _note_operator(found, node.operName or (ast.String(sval="="),))
+            if node.operName:
+                _note_operator(found, node.operName)
+            else:
+                found.operators.append("=")
         elif isinstance(node, ast.SortBy) and node.useOp:
             _note_operator(found, node.useOp)  # ORDER BY x USING op
         elif isinstance(node, ast.CaseExpr) and node.arg is not None:
-            _note_operator(found, (ast.String(sval="="),))  # CASE x WHEN v: the type's `=`
+            found.operators.append("=")  # CASE x WHEN v: the type's `=`
         elif isinstance(node, ast.RangeVar):
             found.relations.append(QualifiedName.from_range_var(node))
         elif isinstance(node, ast.SetToDefault):

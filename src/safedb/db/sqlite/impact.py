@@ -14,7 +14,6 @@ from safedb.sql.classification import ChangeCategory, ChangeKind, Classification
 Authorizer = Callable[[int, str | None, str | None, str | None, str | None], int]
 
 _REPLACE_WORD = re.compile(r"\breplace\b", re.IGNORECASE)
-_VIRTUAL_TABLE = re.compile(r"\s*create\s+virtual\s+table\b", re.IGNORECASE)
 _WRITES_ROWS = frozenset({ChangeKind.INSERT, ChangeKind.UPDATE, ChangeKind.REPLACE, ChangeKind.UPSERT})
 
 
@@ -84,18 +83,17 @@ def _dry_run(
 
 
 def _changes_virtual_table(connection: sqlite3.Connection, classification: Classification) -> bool:
-    """Whether the statement changes a virtual table, whose module counts its writes to its shadow tables
-    (an FTS index's rows) as changes of their own."""
-    for change in classification.changes:
-        if change.target.type is ObjectType.TABLE:
-            (definition,) = connection.execute(
-                f"SELECT coalesce(max(sql), '') FROM {_qualified('sqlite_schema', change.target.schema)} "
-                "WHERE type = 'table' AND name = ? COLLATE NOCASE",
-                (change.target.name,),
-            ).fetchone()
-            if _VIRTUAL_TABLE.match(definition):
-                return True
-    return False
+    """Whether the statement changes a virtual table (as SQLite lists it, like the shadow tables), whose module
+    counts its writes to its shadow tables (an FTS index's rows) as changes of their own."""
+    return any(
+        connection.execute(
+            "SELECT 1 FROM pragma_table_list WHERE schema = ? AND name = ? COLLATE NOCASE AND type = 'virtual'",
+            (change.target.schema or "main", change.target.name),
+        ).fetchone()
+        is not None
+        for change in classification.changes
+        if change.target.type is ObjectType.TABLE
+    )
 
 
 def _may_replace(connection: sqlite3.Connection, classification: Classification) -> bool:
