@@ -9,7 +9,7 @@ import pytest
 
 from safedb.db.sqlite.backend import approved_only
 from safedb.db.sqlite.connections import open_inspector
-from safedb.db.sqlite.inspector import inspect_statement, shadow_table_names
+from safedb.db.sqlite.inspector import inspect_statement, schema_facts
 from safedb.sql.classification import Classification
 
 SETUP = """
@@ -30,7 +30,7 @@ def classified(path: Path, sql: str) -> Classification:
     inspector = open_inspector(path)
     try:
         with inspector.session(5) as connection:
-            return inspect_statement(connection, sql, shadow_table_names(connection))
+            return inspect_statement(connection, sql, schema_facts(connection))
     finally:
         inspector.close()
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from safedb.db.sqlite.connections import GuardedConnection, open_inspector
-from safedb.db.sqlite.inspector import inspect_statement, leading_keyword, shadow_table_names
+from safedb.db.sqlite.inspector import SchemaFacts, inspect_statement, leading_keyword, schema_facts
 from safedb.errors import (
     DeniedByPolicy,
     EmptyStatement,
@@ -45,7 +45,7 @@ def inspector(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GuardedConne
 
 def classify(inspector: GuardedConnection, sql: str) -> tuple[ChangeKind, ...]:
     with inspector.session(5) as connection:
-        return inspect_statement(connection, sql, shadow_table_names(connection)).kinds
+        return inspect_statement(connection, sql, schema_facts(connection)).kinds
 
 
 @pytest.mark.parametrize(
@@ -159,7 +159,7 @@ def test_a_locked_database_is_a_failure_not_an_invalid_statement(tmp_path: Path)
     try:
         writer.execute("BEGIN EXCLUSIVE")
         with pytest.raises(QueryFailed, match="locked"), inspector.session(5) as connection:
-            inspect_statement(connection, "SELECT name FROM items", frozenset())
+            inspect_statement(connection, "SELECT name FROM items", SchemaFacts())
         writer.execute("COMMIT")
         assert classify(inspector, "SELECT name FROM items") == ()
     finally:
@@ -186,9 +186,9 @@ def test_a_trigger_that_writes_sqlite_s_own_tables_is_shown_in_full(tmp_path: Pa
     inspector = open_inspector(path)
     try:
         with inspector.session(5) as session:
-            shadow = shadow_table_names(session)
-            triggered = inspect_statement(session, "INSERT INTO log (note) VALUES ('x')", shadow)
-            plain = inspect_statement(session, "INSERT INTO plain (note) VALUES ('x')", shadow)
+            schema = schema_facts(session)
+            triggered = inspect_statement(session, "INSERT INTO log (note) VALUES ('x')", schema)
+            plain = inspect_statement(session, "INSERT INTO plain (note) VALUES ('x')", schema)
     finally:
         inspector.close()
     touched = {(change.kind, change.target.name, change.via) for change in triggered.changes}

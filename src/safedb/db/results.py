@@ -5,15 +5,9 @@ from __future__ import annotations
 import base64
 import math
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any, Protocol
+from typing import Any
 
 from safedb.db.backend import QueryLimits, ResultSet, Value
-
-_BATCH = 256
-
-
-class RowSource(Protocol):
-    def fetchmany(self, size: int = ...) -> Sequence[Sequence[Any]]: ...
 
 
 def json_value(value: object) -> Value:
@@ -39,6 +33,11 @@ def _size(row: Iterable[Value]) -> int:
     return total
 
 
+def _encoded_blob_size(raw: Sequence[Any]) -> int:
+    """What the row's BLOBs will count once encoded (see `_size`), known before encoding them."""
+    return sum(4 * -(-len(value) // 3) + 14 for value in raw if isinstance(value, bytes | bytearray | memoryview))
+
+
 class CappedRows:
     """Collects rows up to `limits.max_rows` rows and about `limits.max_bytes` bytes; past that, truncated.
 
@@ -59,9 +58,13 @@ class CappedRows:
         """Keep one row; False once the caps are reached (the row is then left out)."""
         if self.truncated:
             return False
+        # A BLOB far past the cap is not encoded only to be left out.
+        if len(self.rows) >= self.limits.max_rows or self.size + _encoded_blob_size(raw) > self.limits.max_bytes:
+            self.truncated = True
+            return False
         row = tuple(self._to_value(value) for value in raw)
         self.size += _size(row)
-        if len(self.rows) >= self.limits.max_rows or self.size > self.limits.max_bytes:
+        if self.size > self.limits.max_bytes:
             self.truncated = True
             return False
         self.rows.append(row)
@@ -71,10 +74,11 @@ class CappedRows:
         return ResultSet(columns=self.columns, rows=tuple(self.rows), truncated=self.truncated)
 
 
-def fetch_capped(cursor: RowSource, columns: Sequence[str], limits: QueryLimits) -> ResultSet:
-    """Fetch at most `limits.max_rows` rows and about `limits.max_bytes` bytes of values."""
+def fetch_capped(cursor: Iterable[Sequence[Any]], columns: Sequence[str], limits: QueryLimits) -> ResultSet:
+    """Fetch at most `limits.max_rows` rows and about `limits.max_bytes` bytes of values, one row at a time:
+    no row past the caps is ever fetched (each one may hold large values)."""
     capped = CappedRows(columns, limits)
-    while batch := cursor.fetchmany(_BATCH):
-        if not all(capped.add(raw) for raw in batch):
+    for raw in cursor:
+        if not capped.add(raw):
             break
     return capped.result()

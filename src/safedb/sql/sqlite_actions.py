@@ -97,6 +97,25 @@ _SETTING_PRAGMAS = frozenset(
 # Functions that change the process or the database from inside a SELECT.
 _EFFECTFUL_FUNCTIONS = frozenset({"load_extension", "fts3_tokenizer"})
 
+# Built-in functions whose result is never much larger than their arguments: each call is a short step of
+# SQLite's program. Any other (printf, zeroblob, replace, hex, an application's own...) may build a value
+# of any size allowed in one step, which no time limit stops halfway.
+_BOUNDED_FUNCTIONS = frozenset(
+    {
+        "abs", "avg", "changes", "char_length", "coalesce", "count", "cume_dist", "date", "datetime",
+        "dense_rank", "first_value", "glob", "ifnull", "iif", "instr", "json_array_length", "json_extract",
+        "json_type", "json_valid", "julianday", "lag", "last_insert_rowid", "last_value", "lead", "length",
+        "like", "likelihood", "likely", "lower", "ltrim", "max", "min", "nth_value", "ntile", "nullif",
+        "octet_length", "percent_rank", "random", "rank", "round", "row_number", "rtrim", "sign", "sqlite_version",
+        "strftime", "substr", "substring", "sum", "time", "total", "total_changes", "trim", "typeof", "unicode",
+        "unixepoch", "unlikely", "upper", "->", "->>",
+        # math
+        "acos", "acosh", "asin", "asinh", "atan", "atan2", "atanh", "ceil", "ceiling", "cos", "cosh", "degrees",
+        "exp", "floor", "ln", "log", "log10", "log2", "mod", "pi", "pow", "power", "radians", "sin", "sinh",
+        "sqrt", "tan", "tanh", "trunc",
+    }
+)  # fmt: skip
+
 # Opcodes of a compiled program that write to a database file or change the connection.
 _WRITE_OPCODES = frozenset(
     {
@@ -166,6 +185,16 @@ def table_valued_pragma(event: AuthorizerEvent) -> str | None:
     if event.code == Action.READ and event.source is None and table.startswith("pragma_"):
         return table.removeprefix("pragma_")
     return None
+
+
+def calls_only_bounded_functions(classification: Classification) -> bool:
+    """Whether every function the statement calls returns a value about the size of its arguments at most,
+    so that it has no single long step (see `_BOUNDED_FUNCTIONS`)."""
+    return all(
+        (event.arg2 or "").lower() in _BOUNDED_FUNCTIONS
+        for event in classification.engine_view
+        if isinstance(event, AuthorizerEvent) and event.code == Action.FUNCTION
+    )
 
 
 def is_read_event(event: AuthorizerEvent) -> bool:

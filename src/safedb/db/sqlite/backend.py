@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 import os
@@ -27,7 +28,7 @@ from safedb.db.results import fetch_capped
 from safedb.db.sqlite import connections
 from safedb.db.sqlite.connections import Authorizer, GuardedConnection, quote_identifier
 from safedb.db.sqlite.impact import measure_impact, rows_changed
-from safedb.db.sqlite.inspector import inspect_statement, schema_version, shadow_table_names
+from safedb.db.sqlite.inspector import SchemaFacts, inspect_statement, schema_facts, schema_version, shadow_table_names
 from safedb.db.sqlite.known_statements import KnownStatements
 from safedb.errors import QueryFailed, QueryTimeout, RowCountChanged
 from safedb.inline_work import INLINE_BUDGET, RecentDuration
@@ -36,6 +37,7 @@ from safedb.sql.policy import file_path
 from safedb.sql.sqlite_actions import (
     Action,
     AuthorizerEvent,
+    calls_only_bounded_functions,
     is_read_event,
     is_schema_table,
     is_shadow_bookkeeping,
@@ -134,24 +136,33 @@ class SqliteDatabase:
         self._inline_writer = connections.open_writer(path, on_event_loop=True)
         self._recent_writes = RecentDuration()
         self._known_statements = KnownStatements()
-        self._shadow_tables: tuple[int, frozenset[str]] = (-1, frozenset())
+        self._schema: tuple[int, SchemaFacts] = (-1, SchemaFacts())
 
     @property
     def label(self) -> str:
         return self._label
 
-    async def _in_thread(self, work: Callable[[], T]) -> T:
-        """Run blocking database work in a worker thread; if the call is cancelled, interrupt SQLite so the
-        connection is freed at once (an interrupted write rolls back)."""
-        held: list[sqlite3.Connection] = []
+    async def _in_thread(self, work: Callable[[], T], interrupt_after: float | None) -> T:
+        """Run blocking database work in a worker thread. If the call is cancelled, or `interrupt_after`
+        seconds pass, interrupt SQLite so the connection is freed at once (an interrupted write rolls back).
+
+        The work's own time limit is checked between steps of SQLite's program; one long step (a single
+        call that builds a large value) runs past it, which `interrupt_after` bounds. Approved statements
+        pass None: an interrupt must not land on their COMMIT.
+        """
+        held: list[GuardedConnection] = []
         token = connections.HELD_CONNECTIONS.set(held)
+        timer = None
+        if interrupt_after is not None:
+            timer = asyncio.get_running_loop().call_later(interrupt_after, _interrupt, held)
         try:
             return await anyio.to_thread.run_sync(work, abandon_on_cancel=True)
         except anyio.get_cancelled_exc_class():
-            for connection in held:
-                connection.interrupt()
+            _interrupt(held)
             raise
         finally:
+            if timer is not None:
+                timer.cancel()
             connections.HELD_CONNECTIONS.reset(token)
 
     def _inline(
@@ -177,23 +188,23 @@ class SqliteDatabase:
             with _session_from(self._inspectors, self.limits.statement_timeout) as connection:
                 return self._classify(connection, sql)
 
-        return await self._in_thread(work)
+        return await self._in_thread(work, self.limits.statement_timeout)
 
     def _classify(self, inspector: sqlite3.Connection, sql: str) -> Classification:
         version = schema_version(inspector)
         if (known := self._known_statements.get(sql, version)) is not None:
             return known
-        classification = inspect_statement(inspector, sql, self._shadow_tables_at(inspector, version))
+        classification = inspect_statement(inspector, sql, self._schema_at(inspector, version))
         if schema_version(inspector) == version:  # else the schema changed while compiling
             self._known_statements.add(sql, version, classification)
         return classification
 
-    def _shadow_tables_at(self, connection: sqlite3.Connection, version: int) -> frozenset[str]:
-        known_version, names = self._shadow_tables
+    def _schema_at(self, connection: sqlite3.Connection, version: int) -> SchemaFacts:
+        known_version, facts = self._schema
         if known_version != version:
-            names = shadow_table_names(connection)
-            self._shadow_tables = (version, names)
-        return names
+            facts = schema_facts(connection)
+            self._schema = (version, facts)
+        return facts
 
     async def read(self, classification: Classification) -> ResultSet:
         if not classification.read_only:
@@ -205,7 +216,9 @@ class SqliteDatabase:
                 columns = [column[0] for column in cursor.description or ()]
                 return fetch_capped(cursor, columns, self.limits)
 
-        if not self._known_statements.long_running(classification.statement):
+        if calls_only_bounded_functions(classification) and not self._known_statements.long_running(
+            classification.statement
+        ):
             try:
                 return self._inline(self._inline_reader, run)
             except QueryTimeout:
@@ -217,7 +230,7 @@ class SqliteDatabase:
             with _session_from(self._readers, self.limits.statement_timeout) as connection:
                 return run(connection)
 
-        return await self._in_thread(work)
+        return await self._in_thread(work, self.limits.statement_timeout)
 
     async def preview(self, classification: Classification) -> Impact:
         def measure(connection: sqlite3.Connection) -> Impact:
@@ -225,20 +238,21 @@ class SqliteDatabase:
                 connection, classification, lambda: approved_only(classification, shadow_table_names(connection))
             )
 
-        with contextlib.suppress(QueryFailed):  # a lock, or past the budget: in a worker thread
-            return self._inline(self._inline_writer, measure, self.limits.preview_timeout)
+        if calls_only_bounded_functions(classification):
+            with contextlib.suppress(QueryFailed):  # a lock, or past the budget: in a worker thread
+                return self._inline(self._inline_writer, measure, self.limits.preview_timeout)
 
         def work() -> Impact:
             with self._writer.session(self.limits.preview_timeout) as connection:
                 return measure(connection)
 
-        return await self._in_thread(work)
+        return await self._in_thread(work, self.limits.preview_timeout)
 
     async def write(self, approved: Classification, approved_rows: int | None = None) -> WriteOutcome:
         def run(connection: sqlite3.Connection) -> WriteOutcome:
             return self._run_approved(connection, approved, approved_rows)
 
-        if _in_transaction(approved) and self._recent_writes.within_budget():
+        if _in_transaction(approved) and calls_only_bounded_functions(approved) and self._recent_writes.within_budget():
             # Rolled back when it fails: a lock, past the budget, or an error the worker thread will report.
             try:
                 with self._recent_writes.timing():
@@ -255,7 +269,7 @@ class SqliteDatabase:
             ):
                 return run(connection)
 
-        return await self._in_thread(work)
+        return await self._in_thread(work, None)
 
     def _run_approved(
         self, connection: sqlite3.Connection, approved: Classification, approved_rows: int | None
@@ -295,7 +309,7 @@ class SqliteDatabase:
                     TableInfo(name, _object_type(kind, sql)) for name, kind, sql in connection.execute(_CATALOG_SQL)
                 ]
 
-        return await self._in_thread(work)
+        return await self._in_thread(work, self.limits.statement_timeout)
 
     async def describe_table(self, name: str) -> TableDescription | None:
         def work() -> TableDescription | None:
@@ -315,7 +329,7 @@ class SqliteDatabase:
                     (row_count,) = connection.execute(f"SELECT count(*) FROM {quote_identifier(name)}").fetchone()
                 return TableDescription(name, _object_type(kind, sql), columns, row_count, sql)
 
-        return await self._in_thread(work)
+        return await self._in_thread(work, self.limits.statement_timeout)
 
     async def aclose(self) -> None:
         inline = (self._inline_reader, self._inline_inspector, self._inline_writer)
@@ -344,6 +358,11 @@ def _new_files_kept_on_success(approved: Classification) -> Iterator[None]:
             with contextlib.suppress(OSError):
                 path.unlink()
         raise
+
+
+def _interrupt(held: list[GuardedConnection]) -> None:
+    for connection in held:
+        connection.interrupt_for(held)
 
 
 def _in_transaction(approved: Classification) -> bool:

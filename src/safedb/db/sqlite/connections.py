@@ -32,13 +32,23 @@ _BUSY_TIMEOUT = 5.0
 _PROGRESS_STEPS = 100_000
 _PROGRESS_STEPS_ON_EVENT_LOOP = 1_000
 
+# The largest string or BLOB SQLite may build or read (SQLite's own default is 1 GB). One call such as
+# `printf('%.*c', N, 'x')` or `zeroblob(N)` is a single step of SQLite's program: no time limit can stop it
+# halfway, so its size bounds how long it runs (some 7 ns a byte) and how much memory it takes.
+MAX_VALUE_BYTES = 64 * 1024 * 1024
+
+# The most memory SQLite may hold at once in this process, all connections together: a statement that
+# needs more (wide rows of large values) fails instead of exhausting the machine's memory.
+MAX_SQLITE_HEAP_BYTES = 512 * 1024 * 1024
+
 _ALWAYS_REFUSED_ON_READERS = frozenset(
     {Action.ATTACH, Action.DETACH, Action.TRANSACTION, Action.SAVEPOINT, Action.PRAGMA, Action.FUNCTION}
 )
 
-# The connections the current call holds, so that cancelling the call can interrupt SQLite (see
-# `SqliteDatabase._in_thread`). Worker threads run in a copy of the caller's context and share the list.
-HELD_CONNECTIONS: ContextVar[list[sqlite3.Connection] | None] = ContextVar("held_connections", default=None)
+# The connections the current call holds, so that the call's time limit or its cancellation can interrupt
+# SQLite (see `SqliteDatabase._in_thread`). Worker threads run in a copy of the caller's context and share
+# the list.
+HELD_CONNECTIONS: ContextVar[list[GuardedConnection] | None] = ContextVar("held_connections", default=None)
 
 Authorizer = Callable[[int, str | None, str | None, str | None, str | None], int]
 
@@ -76,6 +86,8 @@ class GuardedConnection:
         self.default_authorizer = authorizer
         self._keeps_authorizer = keeps_authorizer
         self._lock = threading.Lock()
+        self._holder: list[GuardedConnection] | None = None
+        self._holder_lock = threading.Lock()
         self._deadline = float("inf")
         self._progress_steps = progress_steps
         connection.set_authorizer(authorizer)
@@ -95,7 +107,9 @@ class GuardedConnection:
             self.connection.set_progress_handler(self._past_deadline, self._progress_steps)
             held = HELD_CONNECTIONS.get()
             if held is not None:
-                held.append(self.connection)
+                held.append(self)
+            with self._holder_lock:
+                self._holder = held
             try:
                 yield self.connection
             except sqlite3.Error as exc:
@@ -103,10 +117,19 @@ class GuardedConnection:
                     raise QueryTimeout(seconds) from exc
                 raise QueryFailed(f"The database reported an error: {exc}") from exc
             finally:
+                with self._holder_lock:
+                    self._holder = None
                 self._deadline = float("inf")
                 roll_back(self.connection)
                 if not self._keeps_authorizer:
                     self.connection.set_authorizer(self.default_authorizer)
+
+    def interrupt_for(self, holder: list[GuardedConnection]) -> None:
+        """Stop SQLite's work on this connection (at its next step) if the call that `holder` stands for
+        still holds it; never the work of a call that took the connection since."""
+        with self._holder_lock:
+            if self._holder is holder:
+                self.connection.interrupt()
 
     def close(self) -> None:
         with self._lock:
@@ -183,6 +206,11 @@ def check_database_file(path: Path) -> None:
 
 def _connect(target: str, *, uri: bool, busy_timeout: float) -> sqlite3.Connection:
     try:
-        return sqlite3.connect(target, uri=uri, timeout=busy_timeout, check_same_thread=False, isolation_level=None)
+        connection = sqlite3.connect(
+            target, uri=uri, timeout=busy_timeout, check_same_thread=False, isolation_level=None
+        )
     except sqlite3.Error as exc:
         raise DatabaseOpenError(f"Cannot open the database: {exc}") from exc
+    connection.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, MAX_VALUE_BYTES)
+    connection.execute(f"PRAGMA hard_heap_limit = {MAX_SQLITE_HEAP_BYTES}")
+    return connection

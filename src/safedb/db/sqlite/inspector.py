@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import re
 import sqlite3
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 
 from safedb.db.sqlite.connections import was_stopped
+from safedb.db.sqlite.expansion import COPY_LIMIT, Definition, copied_tokens, view_definition
 from safedb.errors import DeniedByPolicy, EmptyStatement, InvalidStatement, MultipleStatements
 from safedb.sql.classification import ChangeKind, Classification, DatabaseObject, ObjectType
 from safedb.sql.sqlite_actions import (
@@ -37,10 +40,30 @@ def _strip_noise(text: str) -> str:
     return text[noise.end() if noise else 0 :].lstrip(";")
 
 
-def inspect_statement(connection: sqlite3.Connection, sql: str, shadow_tables: frozenset[str]) -> Classification:
+@dataclass(frozen=True)
+class SchemaFacts:
+    """What classifying a statement needs to know of the schema (read again when the schema changes)."""
+
+    shadow_tables: frozenset[str] = frozenset()
+    """See `shadow_table_names`."""
+    views: Mapping[str, Definition] = field(default_factory=dict)
+    """Every view, by lower-cased name."""
+
+
+def schema_facts(connection: sqlite3.Connection) -> SchemaFacts:
+    views = connection.execute(
+        "SELECT name, sql FROM main.sqlite_schema WHERE type = 'view' "
+        "UNION ALL SELECT name, sql FROM temp.sqlite_schema WHERE type = 'view'"
+    )
+    return SchemaFacts(
+        shadow_table_names(connection), {name.lower(): view_definition(sql or "") for name, sql in views}
+    )
+
+
+def inspect_statement(connection: sqlite3.Connection, sql: str, schema: SchemaFacts) -> Classification:
     """Classify one statement by compiling it on `connection` (a read-only one) without running it.
 
-    `shadow_tables` are the database's current `shadow_table_names`. The recording authorizer stays
+    `schema` is what `schema_facts` reads from the database as it is. The recording authorizer stays
     set on `connection` afterwards; its owner puts the usual one back.
 
     The statement is compiled as `EXPLAIN <statement>`, which lists the program instead of running
@@ -56,6 +79,12 @@ def inspect_statement(connection: sqlite3.Connection, sql: str, shadow_tables: f
     if keyword is None:
         raise EmptyStatement
     explain_only = keyword == "EXPLAIN"
+    if copied_tokens(sql, schema.views) > COPY_LIMIT:
+        raise InvalidStatement(
+            "SQLite cannot run this statement: it names its WITH queries or views so many times over, nested, "
+            f"that SQLite would copy more than {COPY_LIMIT:,} tokens of them while compiling it, which can take "
+            "minutes. Nothing was run. Name each WITH query fewer times, or keep its rows in a table."
+        )
     events: list[AuthorizerEvent] = []
 
     def record(code: int, arg1: str | None, arg2: str | None, schema: str | None, source: str | None) -> int:
@@ -81,7 +110,7 @@ def inspect_statement(connection: sqlite3.Connection, sql: str, shadow_tables: f
         raise InvalidStatement(f"SQLite cannot run this statement: {exc}") from exc
     shape = statement_shape(sql, "sqlite")
     classification = classify_events(
-        sql, events, writes_in_program(program), shape, explain_only=explain_only, shadow_tables=shadow_tables
+        sql, events, writes_in_program(program), shape, explain_only=explain_only, shadow_tables=schema.shadow_tables
     )
     for change in classification.changes:
         if change.kind is ChangeKind.CREATE and change.target.type is ObjectType.VIRTUAL_TABLE:

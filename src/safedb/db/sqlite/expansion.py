@@ -1,0 +1,183 @@
+"""Statements SQLite would take minutes to compile: WITH queries and views named many times over, nested.
+
+While it compiles a statement, SQLite puts a copy of a WITH query (materialized or not) or of a view in
+place of every name that refers to it, and copies what each copy names in turn. It checks neither its
+progress handler nor interrupts while doing so, so no time limit applies. Twelve nested WITH queries
+that each name the one before three times make half a million copies: a minute's work, on the event
+loop, for a statement under 1,000 characters. `copied_tokens` counts, from the text alone, how much
+would be copied, so that such a statement is refused before SQLite compiles it.
+
+The count errs on the high side: any name that matches a WITH query or a view counts as a reference to
+it, wherever it stands.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
+
+COPY_LIMIT = 10_000
+"""The most tokens a statement may have SQLite copy while compiling it (some tens of milliseconds' work)."""
+
+# SQLite's own token rules (tokenize.c): ASCII blanks only; every character past ASCII may be part of a
+# name; strings, blobs, numbers and comments name nothing; an unterminated comment runs to the end.
+_TOKEN = re.compile(
+    r"""
+      (?P<skip> [ \t\n\f\r]+ | --[^\n]* | /\*.*?(?:\*/|\Z) | [xX]'[^']*'? | '(?:[^']|'')*'? | [0-9][0-9A-Za-z_.]* )
+    | (?P<quoted> "(?:[^"]|"")*"? | \[[^\]]*\]? | `(?:[^`]|``)*`? )
+    | (?P<word> [A-Za-z_\x80-\U0010ffff][A-Za-z0-9_$\x80-\U0010ffff]* )
+    | (?P<mark> . )
+    """,
+    re.VERBOSE | re.DOTALL,
+)
+_WITH = re.compile("with", re.IGNORECASE)
+_CLOSING_QUOTE = {'"': '"', "`": "`", "[": "]"}
+
+
+# A token: a name (lower-cased, unquoted) with `_WORD` or `_QUOTED`, or one punctuation character with `_MARK`.
+_MARK, _WORD, _QUOTED = 0, 1, 2
+_Token = tuple[str, int]
+
+
+def _is_keyword(token: _Token, word: str) -> bool:
+    return token[1] == _WORD and token[0] == word
+
+
+def _is_mark(token: _Token, mark: str) -> bool:
+    return token[1] == _MARK and token[0] == mark
+
+
+@dataclass(frozen=True)
+class Definition:
+    """What naming a WITH query or a view brings in: its own tokens, and the names it refers to."""
+
+    size: int
+    names: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class _Query:
+    name: str
+    name_at: int
+    opens_at: int
+    closes_at: int
+
+
+def view_definition(sql: str) -> Definition:
+    """A view, from its `CREATE VIEW` text. The view's own name counts once, as a recursive WITH query's does."""
+    tokens = list(_tokens(sql))
+    return Definition(len(tokens), tuple(text for text, kind in tokens if kind != _MARK))
+
+
+def copied_tokens(sql: str, views: Mapping[str, Definition]) -> int:
+    """About how many tokens SQLite would copy while compiling `sql`, given the database's views by
+    lower-cased name; any count past `COPY_LIMIT` is reported as `COPY_LIMIT + 1`."""
+    if not views and _WITH.search(sql) is None:
+        return 0
+    tokens = list(_tokens(sql))
+    queries = _with_queries(tokens)
+    known: dict[str, list[Definition]] = {name: [definition] for name, definition in views.items()}
+    names_in: dict[_Query | None, list[str]] = {query: [] for query in queries}
+    names_in[None] = []
+    query_names = {query.name for query in queries}
+    naming = {query.name_at for query in queries}
+    for index, owner in _innermost_queries(tokens, queries):
+        text, kind = tokens[index]
+        if kind != _MARK and index not in naming and (text in query_names or text in views):
+            names_in[owner].append(text)
+    for query in queries:
+        definition = Definition(max(query.closes_at - query.opens_at - 1, 1), tuple(names_in[query]))
+        known.setdefault(query.name, []).append(definition)
+    return _Expansion(known).total(names_in[None])
+
+
+class _Expansion:
+    """How much naming each WITH query or view copies, counting what its copy names in turn."""
+
+    def __init__(self, known: Mapping[str, list[Definition]]) -> None:
+        self._known = known
+        self._sizes: dict[str, int] = {}
+        self._open: set[str] = set()
+
+    def total(self, names: Iterable[str]) -> int:
+        total = 0
+        for name in names:
+            total = min(total + self._size(name), COPY_LIMIT + 1)
+        return total
+
+    def _size(self, name: str) -> int:
+        if name not in self._known:
+            return 0
+        if name in self._open:  # named within its own definition: SQLite does not copy it again
+            return 1
+        if name not in self._sizes:
+            self._open.add(name)
+            self._sizes[name] = min(
+                max(definition.size + self.total(definition.names) for definition in self._known[name]),
+                COPY_LIMIT + 1,
+            )
+            self._open.discard(name)
+        return self._sizes[name]
+
+
+def _tokens(sql: str) -> Iterator[_Token]:
+    for match in _TOKEN.finditer(sql):
+        kind, text = match.lastgroup, match.group()
+        if kind == "quoted":
+            quote = text[0]
+            end = _CLOSING_QUOTE[quote]
+            inner = text[1:-1] if len(text) > 1 and text.endswith(end) else text[1:]
+            yield (inner if quote == "[" else inner.replace(quote * 2, quote)).lower(), _QUOTED
+        elif kind == "word":
+            yield text.lower(), _WORD
+        elif kind == "mark":
+            yield text, _MARK
+
+
+def _with_queries(tokens: list[_Token]) -> list[_Query]:
+    """Every `name [(columns)] AS [NOT] [MATERIALIZED] (body)`, in the order they start."""
+    closing = _matching_parentheses(tokens)
+    queries = []
+    count = len(tokens)
+    for index, (text, kind) in enumerate(tokens):
+        if kind == _MARK:
+            continue
+        at = index + 1
+        if at < count and _is_mark(tokens[at], "("):
+            at = closing[at] + 1
+        if not (at < count and _is_keyword(tokens[at], "as")):
+            continue
+        at += 1
+        for word in ("not", "materialized"):
+            if at < count and _is_keyword(tokens[at], word):
+                at += 1
+        if at < count and _is_mark(tokens[at], "("):
+            queries.append(_Query(text, index, at, closing[at]))
+    return queries
+
+
+def _matching_parentheses(tokens: list[_Token]) -> dict[int, int]:
+    """Where each opening parenthesis closes (the end of the text when it does not)."""
+    closing: dict[int, int] = {}
+    opened: list[int] = []
+    for index, token in enumerate(tokens):
+        if _is_mark(token, "("):
+            opened.append(index)
+        elif _is_mark(token, ")") and opened:
+            closing[opened.pop()] = index
+    for index in opened:
+        closing[index] = len(tokens)
+    return closing
+
+
+def _innermost_queries(tokens: list[_Token], queries: list[_Query]) -> Iterator[tuple[int, _Query | None]]:
+    """Each token's index with the innermost WITH query whose body holds it (None at the top level)."""
+    starting = {query.opens_at: query for query in queries}
+    inside: list[_Query] = []
+    for index in range(len(tokens)):
+        while inside and index >= inside[-1].closes_at:
+            inside.pop()
+        yield index, inside[-1] if inside else None
+        if index in starting:
+            inside.append(starting[index])
