@@ -294,6 +294,23 @@ async def test_preview_of_a_drop_lists_what_cascades_as_postgresql_reports_it(pg
     ]
 
 
+async def test_preview_of_an_alter_table_that_drops_a_column_lists_what_cascades(pg: PgDatabase) -> None:
+    pg.run_as_owner(
+        "CREATE TABLE parcels (id integer PRIMARY KEY, weight integer, note text)",
+        "CREATE VIEW heavy_parcels AS SELECT id, weight FROM parcels WHERE weight > 10",
+    )
+    cascade, plain, mixed = await pg.previews(
+        "ALTER TABLE parcels DROP COLUMN weight CASCADE",
+        "ALTER TABLE parcels DROP COLUMN weight",
+        "ALTER TABLE parcels DROP COLUMN note, ALTER COLUMN weight TYPE bigint",
+    )
+    assert cascade.lines[-1] == "It also drops: view heavy_parcels."
+    assert plain.lines[-1].startswith("PostgreSQL will refuse this DROP: cannot drop column weight")
+    # Not dry-run: the rest of the statement could rewrite the whole table.
+    assert not any(line.startswith(("It also drops", "PostgreSQL will refuse")) for line in mixed.lines)
+    assert pg.rows("SELECT count(*) FROM pg_views WHERE viewname = 'heavy_parcels'") == [(1,)]
+
+
 async def test_preview_is_bounded_by_its_time_limit(pg: PgDatabase) -> None:
     database = pg.open(QueryLimits(preview_timeout=0.3))
     try:

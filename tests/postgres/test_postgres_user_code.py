@@ -38,6 +38,9 @@ SETUP = (
     "CREATE FUNCTION counted_eq(a integer, b integer) RETURNS boolean LANGUAGE plpgsql VOLATILE AS "
     "$$ BEGIN PERFORM nextval('calls'); RETURN a = b; END $$",
     "CREATE OPERATOR === (LEFTARG = integer, RIGHTARG = integer, FUNCTION = counted_eq)",
+    # PostgreSQL 15 reads json_scalar(...) as a call to this function; PostgreSQL 17's grammar, as SQL/JSON.
+    "CREATE FUNCTION json_scalar(v integer) RETURNS integer LANGUAGE plpgsql VOLATILE AS "
+    "$$ BEGIN PERFORM nextval('calls'); RETURN v; END $$",
 )
 
 
@@ -98,3 +101,29 @@ async def test_an_operator_applied_to_a_subquery_or_a_sort_is_judged_by_its_func
         await database.aclose()
 
     assert ChangeKind.FUNCTION_CALL in classification.kinds
+
+
+async def test_a_user_function_named_like_sql_json_is_judged_as_a_call(pg: PgDatabase) -> None:
+    before = pg.rows("SELECT last_value, is_called FROM calls")
+    database = pg.open()
+    try:
+        read = await database.classify("SELECT json_scalar(1)")
+        impact = await database.preview(await database.classify("DELETE FROM plain WHERE json_scalar(id) = 1"))
+    finally:
+        await database.aclose()
+
+    assert ChangeKind.FUNCTION_CALL in read.kinds
+    assert pg.rows("SELECT last_value, is_called FROM calls") == before  # the dry run did not call it
+    assert impact.rows_affected is None
+
+
+async def test_sql_json_syntax_with_no_function_of_its_name_is_not_an_unknown_call(pg: PgDatabase) -> None:
+    database = pg.open()
+    try:
+        classification = await database.classify(
+            "SELECT json_array(1, 2), json_objectagg(k: v) FROM (VALUES ('a', 1)) AS t (k, v)"
+        )
+    finally:
+        await database.aclose()
+
+    assert classification.read_only

@@ -14,7 +14,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 
 from pglast import ast, parse_sql
-from pglast.enums import OnConflictAction, SubLinkType
+from pglast.enums import AlterTableType, JsonExprOp, OnConflictAction, SubLinkType
 from pglast.parser import ParseError
 
 from safedb.errors import DeniedByPolicy, EmptyStatement, InvalidStatement, MultipleStatements, TemporaryObject
@@ -34,6 +34,30 @@ _DML = (ast.InsertStmt, ast.UpdateStmt, ast.DeleteStmt, ast.MergeStmt)
 _SYSTEM_OPERATOR_SCHEMA = "pg_catalog"
 # Subqueries compared with an operator: `x op ANY (...)`, `x op ALL (...)`, `ROW(...) op (...)`.
 _COMPARING_SUBLINKS = frozenset({SubLinkType.ANY_SUBLINK, SubLinkType.ALL_SUBLINK, SubLinkType.ROWCOMPARE_SUBLINK})
+
+_DROPPING_PARTS = frozenset({AlterTableType.AT_DropColumn, AlterTableType.AT_DropConstraint})
+
+# The parser reads these calls with PostgreSQL 17's grammar, as SQL/JSON expressions. A server on an older
+# version reads them as calls to whatever function of that name exists (a user's own, possibly), so they
+# are looked up as functions too.
+_SQL_JSON_CALLS: dict[type[ast.Node], str] = {
+    ast.JsonScalarExpr: "json_scalar",
+    ast.JsonParseExpr: "json",
+    ast.JsonSerializeExpr: "json_serialize",
+    ast.JsonArrayConstructor: "json_array",
+    ast.JsonArrayQueryConstructor: "json_array",
+    ast.JsonObjectConstructor: "json_object",
+    ast.JsonArrayAgg: "json_arrayagg",
+    ast.JsonObjectAgg: "json_objectagg",
+    ast.JsonTable: "json_table",
+    ast.MergeSupportFunc: "merge_action",
+}
+_SQL_JSON_QUERIES = {
+    JsonExprOp.JSON_EXISTS_OP: "json_exists",
+    JsonExprOp.JSON_QUERY_OP: "json_query",
+    JsonExprOp.JSON_VALUE_OP: "json_value",
+    JsonExprOp.JSON_TABLE_OP: "json_table",
+}
 
 
 @dataclass(frozen=True)
@@ -57,6 +81,9 @@ class PostgresStatement:
     counts_changed_rows: bool = False
     """PostgreSQL's row count for it is the rows it changes: a plain INSERT, UPDATE, DELETE or MERGE, with no
     data-modifying query in its WITH clause (whose rows the count leaves out)."""
+    drops_dependents: bool = False
+    """A DROP, or an ALTER TABLE that only drops columns or constraints: with CASCADE, it also drops the
+    objects that depend on what it drops."""
 
     def with_changes(self, extra: list[Change]) -> Classification:
         changes = tuple(dict.fromkeys((*self.classification.changes, *extra)))
@@ -160,7 +187,16 @@ def _analyze(sql: str) -> PostgresStatement:
         root,
         functions=functions,
         in_transaction=not runs_outside_transaction(node),
+        drops_dependents=any(change.kind is ChangeKind.DROP for change in changes) or _only_drops_parts(node),
     )
+
+
+def _only_drops_parts(node: ast.Node) -> bool:
+    """ALTER TABLE ... DROP COLUMN / DROP CONSTRAINT, and nothing else (a dry run of anything else could rewrite
+    the whole table)."""
+    if not isinstance(node, ast.AlterTableStmt) or not node.cmds:
+        return False
+    return all(isinstance(command, ast.AlterTableCmd) and command.subtype in _DROPPING_PARTS for command in node.cmds)
 
 
 _remembered_short = functools.lru_cache(maxsize=1024)(_analyze)
@@ -219,6 +255,10 @@ def _references(root: ast.Node) -> _References:
             name = QualifiedName.from_list(node.funcname)
             argument = string_constant(node.args[0]) if node.args else None
             found.functions.append(FunctionRef(name.name, name.schema, argument=argument))
+        elif (sql_json := _SQL_JSON_CALLS.get(type(node))) is not None:
+            found.functions.append(FunctionRef(sql_json, grammar=True))
+        elif isinstance(node, ast.JsonFuncExpr) and node.op is not None:
+            found.functions.append(FunctionRef(_SQL_JSON_QUERIES[node.op], grammar=True))
         elif isinstance(node, ast.ColumnRef):
             fields = strings(node.fields)
             if len(fields) >= 2 and len(fields) == len(node.fields or ()):

@@ -92,6 +92,9 @@ class FunctionRef:
     """Only a candidate: `a.b` is a column unless a one-argument function `b` exists (attribute notation)."""
     argument: str | None = None
     """The first argument when it is a string literal (e.g. the sequence of `nextval('s')`)."""
+    grammar: bool = False
+    """Only a candidate: SQL/JSON syntax such as `json_scalar(...)`, a call only where a function of that name
+    exists (on servers older than the parser's grammar)."""
 
 
 @dataclass(frozen=True)
@@ -167,8 +170,8 @@ def function_changes(refs: Iterable[FunctionRef], catalog: Iterable[CatalogFunct
     changes: list[Change] = []
     for ref in sorted(set(refs)):
         candidates = _candidates(ref, rows)
-        if ref.attribute and not candidates:
-            continue  # a plain column reference
+        if (ref.attribute or ref.grammar) and not candidates:
+            continue  # a plain column reference, or SQL/JSON syntax
         if (change := known_change(ref)) is not None:
             changes.append(change)
         elif not candidates:

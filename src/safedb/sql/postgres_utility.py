@@ -17,6 +17,9 @@ from safedb.errors import DeniedByPolicy, TemporaryObject, TransactionControl
 from safedb.sql.classification import Change, ChangeKind, DatabaseObject, ObjectType
 from safedb.sql.postgres_tree import QualifiedName, option_enabled, strings
 
+OWNED_OBJECTS = "objects owned"
+"""The detail of DROP OWNED BY's change: it drops every object the role owns, not the role."""
+
 _OBJECT_TYPES = {
     PgObjectType.OBJECT_TABLE: ObjectType.TABLE,
     PgObjectType.OBJECT_FOREIGN_TABLE: ObjectType.TABLE,
@@ -337,7 +340,7 @@ _HANDLERS: dict[type[ast.Node], Callable[[Any], list[Change]]] = {
     ast.ReassignOwnedStmt: lambda n: [
         Change(ChangeKind.ALTER, role, None, "reassign owned objects") for role in _roles(n.roles)
     ],
-    ast.DropOwnedStmt: lambda n: [Change(ChangeKind.DROP, role, None, "objects owned") for role in _roles(n.roles)],
+    ast.DropOwnedStmt: lambda n: [Change(ChangeKind.DROP, role, None, OWNED_OBJECTS) for role in _roles(n.roles)],
     ast.AlterTableStmt: lambda n: [
         Change(ChangeKind.ALTER, target(n.objtype, QualifiedName.from_range_var(n.relation)))
     ],

@@ -29,6 +29,7 @@ from safedb.db.postgres.connections import (
 )
 from safedb.sql.classification import ChangeKind, Classification, DatabaseObject, ObjectType
 from safedb.sql.postgres_classifier import PostgresStatement
+from safedb.sql.postgres_utility import OWNED_OBJECTS
 
 logger = logging.getLogger(__name__)
 
@@ -145,6 +146,29 @@ SELECT count(*), coalesce(sum(pg_total_relation_size(c.oid)), 0) FROM pg_class c
 JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = %(name)s AND c.relkind IN ('r', 'p', 'm')
 """
 _DATABASE_SQL = "SELECT pg_database_size(d.oid) FROM pg_database d WHERE d.datname = %(name)s"
+# What DROP OWNED BY drops in the current database: the role's relations, schemas, routines and types
+# (the row types of its tables go with the tables).
+_OWNED_SQL = """
+WITH owner AS (SELECT oid FROM pg_roles WHERE rolname = %(name)s)
+SELECT kind, name, size FROM (
+    SELECT CASE c.relkind WHEN 'v' THEN 'view' WHEN 'm' THEN 'materialized view' WHEN 'S' THEN 'sequence'
+                          WHEN 'f' THEN 'foreign table' ELSE 'table' END AS kind,
+           c.oid::regclass::text AS name, pg_total_relation_size(c.oid) AS size
+    FROM pg_class c WHERE c.relowner IN (SELECT oid FROM owner) AND c.relkind IN ('r', 'p', 'v', 'm', 'S', 'f')
+    UNION ALL
+    SELECT 'schema', quote_ident(n.nspname), 0 FROM pg_namespace n WHERE n.nspowner IN (SELECT oid FROM owner)
+    UNION ALL
+    SELECT CASE p.prokind WHEN 'p' THEN 'procedure' ELSE 'function' END, p.oid::regprocedure::text, 0
+    FROM pg_proc p WHERE p.proowner IN (SELECT oid FROM owner)
+    UNION ALL
+    SELECT 'type', t.oid::regtype::text, 0 FROM pg_type t
+    WHERE t.typowner IN (SELECT oid FROM owner) AND t.typtype IN ('c', 'd', 'e', 'r', 'm')
+      AND NOT EXISTS (SELECT 1 FROM pg_class c WHERE c.reltype = t.oid AND c.relkind <> 'c')
+      AND NOT EXISTS (SELECT 1 FROM pg_type a WHERE a.typarray = t.oid)
+) AS owned ORDER BY kind, name
+"""
+# Names listed per kind of object in a preview line; past that, a count.
+_NAMES_SHOWN = 10
 
 
 @dataclass(frozen=True)
@@ -175,7 +199,7 @@ async def measure_impact(
                 impact = await _data_impact(pools, statement, classification, obstacles, seconds)
             else:
                 impact = Impact(lines=tuple(object_lines))
-            if ChangeKind.DROP in classification.kinds and statement.in_transaction:
+            if statement.drops_dependents and statement.in_transaction:
                 cascades += await _drop_lines(pools, statement, seconds)
             return replace(impact, lines=(*impact.lines, *cascades))
     except TimeoutError:
@@ -350,9 +374,33 @@ def _plan_rows(document: object) -> int | None:
 async def _object_lines(connection: Connection, classification: Classification) -> list[str]:
     lines = []
     for change in classification.changes:
-        if change.kind in _MEASURED_KINDS and (line := await _object_line(connection, change.kind, change.target)):
+        if change.kind is ChangeKind.DROP and change.detail == OWNED_OBJECTS:
+            lines.append(await _owned_line(connection, change.target))
+        elif change.kind in _MEASURED_KINDS and (line := await _object_line(connection, change.kind, change.target)):
             lines.append(line)
     return lines
+
+
+async def _owned_line(connection: Connection, role: DatabaseObject) -> str:
+    """Everything DROP OWNED BY drops in this database, by kind, with the tables' total size."""
+    cursor = await connection.execute(_OWNED_SQL, {"name": role.name})
+    owned: dict[str, list[str]] = {}
+    total_size = 0
+    for kind, name, size in await cursor.fetchall():
+        owned.setdefault(kind, []).append(name)
+        total_size += int(size or 0)
+    if not owned:
+        return f"DROP OWNED BY {role.name}: it owns nothing in this database; only its privileges are revoked."
+    parts = []
+    for kind, names in owned.items():
+        shown = ", ".join(names[:_NAMES_SHOWN])
+        if len(names) > _NAMES_SHOWN:
+            shown += f" and {len(names) - _NAMES_SHOWN} more"
+        parts.append(f"{wording.count(len(names), kind)} ({shown})")
+    return (
+        f"DROP OWNED BY {role.name} drops everything it owns in this database, {_bytes(total_size)} in all, "
+        f"and revokes its privileges: {'; '.join(parts)}."
+    )
 
 
 async def _object_line(connection: Connection, kind: ChangeKind, target: DatabaseObject) -> str | None:
