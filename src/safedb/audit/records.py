@@ -11,14 +11,13 @@ from safedb.audit.chain import CONTENT_FIELDS, chain_hash
 from safedb.audit.errors import UnreadableRecord
 from safedb.audit.events import AuditDecision, AuditEvent
 
-_TIME_FORMAT = "%Y-%m-%dT%H:%M:%S.%fZ"
-
 
 def format_time(moment: datetime) -> str:
     """UTC, fixed width (`2025-06-01T12:00:00.000000Z`), so text order is time order."""
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=UTC)
-    return moment.astimezone(UTC).strftime(_TIME_FORMAT)
+    # isoformat, not strftime: several times faster, and its year always has four digits.
+    return moment.astimezone(UTC).replace(tzinfo=None).isoformat(timespec="microseconds") + "Z"
 
 
 def parse_time(text: str) -> str:
