@@ -78,7 +78,8 @@ def _cell(value: Value) -> str:
     if value is None:
         return "NULL"
     if isinstance(value, dict):
-        return f"<blob {len(value['base64']) * 3 // 4} bytes>"
+        encoded = value["base64"]
+        return f"<blob {len(encoded) * 3 // 4 - encoded[-2:].count('=')} bytes>"  # less the padding
     if isinstance(value, str):
         return _clip(value)
     return _clip(json.dumps(value))
