@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import sys
 from typing import Any
 
@@ -166,11 +167,29 @@ def build_server() -> MCPServer:
         )
         raise UrlElicitationRequiredError([page])
 
+    async def ask_then_exit(ctx: Context[Any, Any], after: float = 1.0) -> str:
+        """Handshake era, over stdio: ask, then end the whole server process while the question is open."""
+        asyncio.get_running_loop().call_later(after, os._exit, 0)
+        result = await ctx.session.elicit_form(
+            "The server stops while you answer", CONFIRM_SCHEMA, related_request_id=ctx.request_id
+        )
+        return result.action
+
     def echo(text: str, count: int = 1, loud: bool = False) -> str:
         """Return the text, repeated; no questions asked."""
         return " ".join([text.upper() if loud else text] * count)
 
-    for tool in (ask_everything, ask_three, ask_without_words, ask_secret, ask_url, needs_authorization, echo):
+    tools = (
+        ask_everything,
+        ask_three,
+        ask_without_words,
+        ask_secret,
+        ask_url,
+        needs_authorization,
+        ask_then_exit,
+        echo,
+    )
+    for tool in tools:
         server.add_tool(tool)
     return server
 

@@ -88,6 +88,8 @@ def test_rule_answers_that_do_not_fit_are_never_sent(tmp_path: Path, feature_url
 def test_decline_all_and_the_default_decline(tmp_path: Path, feature_url: str, era: str) -> None:
     declined = safedb("call", "--era", era, "--decline-all", feature_url, "ask_three")
     assert declined.stdout.strip() == "q1: decline, q2: decline, q3: decline"
+    asked = [line.rsplit(": ", 1)[-1] for line in declined.stderr.splitlines() if "question answered" in line]
+    assert asked == ["Question number 1", "Question number 2", "Question number 3"]  # in the order they came
     no_match = answers_file(tmp_path, {"rules": [{"tool": "other", "action": "accept"}]})
     defaulted = safedb("call", "--era", era, "--answers", no_match, feature_url, "ask_secret")
     assert defaulted.stdout.strip() == "secret: decline"
@@ -232,10 +234,42 @@ def test_demo_against_a_running_server_approving(tmp_path: Path, demo_db: Path) 
         (["call", "--config", "nope.json", "tool"], "--config needs --server"),
         (["client", "--answers", "missing.json", "http://127.0.0.1:9/mcp"], "Cannot read answers file"),
         (["call", "http://127.0.0.1:9/mcp", "echo"], "Cannot talk to http://127.0.0.1:9/mcp"),
+        (["client", "http://[::1/mcp", "-x", "tools"], "is not a valid URL: Invalid IPv6 URL"),
+        (["client", "http://127.0.0.1:99999/mcp", "-x", "tools"], "is not a valid URL: Port out of range"),
+        (["client", "http://127.0.0.1:abc/mcp", "-x", "tools"], "is not a valid URL: Port could not be cast"),
+        (
+            ["client", "http://127.0.0.1:9/mcp", "--header", "X-Name: café", "-x", "tools"],
+            "The value of header 'X-Name' may only contain printable ASCII",
+        ),
     ],
 )
 def test_bad_input_is_one_clear_line(args: list[str], message: str) -> None:
-    result = safedb(*args)
+    assert_one_clear_line(safedb(*args), message)
+
+
+NOT_UTF8 = b"\xff\xfe{}"
+NESTED_TOO_DEEPLY = b'{"rules": ' + b"[" * 100_000 + b"]" * 100_000 + b"}"
+NON_ASCII_HEADER = json.dumps({"mcpServers": {"a": {"url": "http://127.0.0.1:9/mcp", "headers": {"X-é": "é"}}}})
+
+
+@pytest.mark.parametrize(
+    ("option", "content", "message"),
+    [
+        ("--answers", NOT_UTF8, "The answers file {path} is not UTF-8 text"),
+        ("--answers", NESTED_TOO_DEEPLY, "The answers file {path} nests its JSON too deeply"),
+        ("--config", NOT_UTF8, "The config file {path} is not UTF-8 text"),
+        ("--config", NON_ASCII_HEADER.encode(), "Header name 'X-é' may only contain ASCII"),
+    ],
+    ids=["answers-not-utf8", "answers-nested-too-deeply", "config-not-utf8", "config-non-ascii-header"],
+)
+def test_bad_files_are_one_clear_line(tmp_path: Path, option: str, content: bytes, message: str) -> None:
+    path = tmp_path / "given.json"
+    path.write_bytes(content)
+    target = ["--server", "a"] if option == "--config" else ["http://127.0.0.1:9/mcp"]
+    assert_one_clear_line(safedb("client", option, str(path), *target, "-x", "tools"), message.format(path=path))
+
+
+def assert_one_clear_line(result: subprocess.CompletedProcess[str], message: str) -> None:
     assert result.returncode in (1, 2)
     assert message in result.stderr
     assert "Traceback" not in result.stderr

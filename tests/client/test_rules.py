@@ -97,8 +97,11 @@ def test_rules_files_in_json_and_toml(tmp_path: Path) -> None:
     as_toml.write_text(
         'default = "cancel"\n[[rules]]\nmessage = "x"\naction = "accept"\n[rules.content]\nconfirm = true\n'
     )
+    as_upper_case_toml = tmp_path / "ANSWERS.TOML"
+    as_upper_case_toml.write_text(as_toml.read_text())
     assert load_rules(as_json).default == "cancel"
     assert load_rules(as_toml).rules[0].content == {"confirm": True}
+    assert load_rules(as_upper_case_toml).rules[0].content == {"confirm": True}
 
 
 @pytest.mark.parametrize(

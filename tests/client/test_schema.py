@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -11,7 +12,7 @@ from safedb.client.fields import Choice, Default, FieldKind, InvalidValue, Strin
 from safedb.client.filling import FieldQuestion, fill_form
 from safedb.client.model import InvalidAnswer, validate_content
 from safedb.client.schema import UnsupportedSchema, parse_requested_schema
-from safedb.client.text_input import Skipped, parse_text
+from safedb.client.text_input import Skipped, hint, numbered, parse_text
 from tests.client.feature_server import EVERY_FEATURE_SCHEMA
 
 pytestmark = pytest.mark.anyio
@@ -126,6 +127,31 @@ def test_invalid_values_are_refused_with_a_reason(name: str, value: Any, reason:
 )
 def test_typed_text_becomes_the_value(name: str, typed: str, value: Any) -> None:
     assert parse_text(FIELDS[name], typed) == value
+
+
+DIGIT_CHOICES = {
+    "type": "object",
+    "properties": {
+        "titled": {"type": "string", "oneOf": [{"const": "10", "title": "Ten"}, {"const": "2", "title": "Two"},
+                                               {"const": "1", "title": "One"}]},
+        "labels": {"type": "string", "enum": ["x", "y"], "enumNames": ["2", "1"]},
+    },
+}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("name", "typed", "value", "options"),
+    [("titled", "1", "1", "Ten, Two, One"), ("titled", "Ten", "10", "Ten, Two, One"), ("labels", "1", "y", "2, 1")],
+)
+def test_choices_that_are_numbers_are_not_numbered_and_typed_numbers_mean_them(
+    name: str, typed: str, value: str, options: str
+) -> None:
+    field = {field.name: field for field in parse_requested_schema(DIGIT_CHOICES).fields}[name]
+    assert not numbered(field)
+    assert "numbers" not in hint(field)
+    assert parse_text(field, typed) == value
+    with pytest.raises(InvalidValue, match=re.escape(f"'3' is not one of the options ({options})")):
+        parse_text(field, "3")  # no longer item 3 of the list
 
 
 def test_empty_text_skips_an_optional_field_and_refuses_a_required_one() -> None:

@@ -10,18 +10,19 @@ import io
 import re
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
-from typing import Any
 
 import anyio
 import pytest
+from mcp.shared.exceptions import MCPError
+from prompt_toolkit import PromptSession
 from prompt_toolkit.application import create_app_session
 from prompt_toolkit.input import create_pipe_input
 from prompt_toolkit.output.plain_text import PlainTextOutput
 
 from safedb.client.connection import Connection, connect
 from safedb.client.form import TerminalAnswerer
-from safedb.client.targets import http_target
-from tests.client.servers import feature_server
+from safedb.client.targets import StdioTarget, http_target
+from tests.client.servers import FEATURE_SERVER, ROOT, feature_server
 
 pytestmark = pytest.mark.anyio
 
@@ -157,24 +158,49 @@ async def test_esc_or_ctrl_c_in_the_middle_of_a_form_cancels(server_url: str, er
     assert "Cancelled" in screen.getvalue()
 
 
+async def test_alt_key_shortcuts_edit_the_line_and_do_not_cancel(server_url: str, era: str) -> None:
+    alt_backspace, alt_b, alt_f = ESC + "\x7f", ESC + "b", ESC + "f"
+    typed = f"Ada Byron{alt_backspace}Lovelace{alt_b}King {alt_f}!"  # delete a word, back a word, forward a word
+    with terminal(lines("a", typed, "s")) as screen:
+        async with connected(server_url, era, TerminalAnswerer()) as connection:
+            with anyio.fail_after(30):
+                result = await connection.call_tool("ask_secret", {})
+    assert result.structured_content == {"secret": {"action": "accept", "content": {"api_key": "Ada King Lovelace!"}}}
+    assert "Cancelled" not in screen.getvalue()
+
+
 async def test_questions_arriving_together_are_asked_one_at_a_time(server_url: str, era: str) -> None:
     keys = lines("a", "yes", "s") + lines("a", "no", "s") + lines("d")
     with terminal(keys) as screen:
         async with connected(server_url, era, TerminalAnswerer()) as connection:
             with anyio.fail_after(30):
                 result = await connection.call_tool("ask_three", {})
-    answers: Any = result.structured_content
-    assert sorted(answer["action"] for answer in answers.values()) == ["accept", "accept", "decline"]
-    assert sorted(str(answer.get("content")) for answer in answers.values()) == [
-        "None",
-        "{'ok': False}",
-        "{'ok': True}",
-    ]
+    # Asked in the order they came: the first keystrokes answer question 1.
+    assert result.structured_content == {
+        "q1": {"action": "accept", "content": {"ok": True}},
+        "q2": {"action": "accept", "content": {"ok": False}},
+        "q3": {"action": "decline"},
+    }
     headers = [line for line in screen.getvalue().splitlines() if line.startswith("── Question")]
     assert len(headers) == 3
     # The first question waits a moment for its siblings; it shows the total known when it is shown.
     assert re.fullmatch(r"── Question( 1 of [23])? from the server ──", headers[0])
     assert headers[1:] == ["── Question 2 of 3 from the server ──", "── Question 3 of 3 from the server ──"]
+
+
+async def test_a_question_open_when_a_stdio_server_dies_is_withdrawn_and_frees_the_keyboard() -> None:
+    server = StdioTarget(FEATURE_SERVER[0], (*FEATURE_SERVER[1:], "--stdio"), cwd=str(ROOT))
+    screen = io.StringIO()
+    with create_pipe_input() as pipe, create_app_session(input=pipe, output=PlainTextOutput(screen)):
+        async with connect(server, TerminalAnswerer(), "handshake") as connection:
+            with anyio.fail_after(30), pytest.raises(MCPError, match="Connection closed"):
+                await connection.call_tool("ask_then_exit", {})
+            assert "Answer: [a]ccept and fill in" in screen.getvalue()
+            assert "The question was withdrawn" in screen.getvalue()
+            # What asks next gets the keys: the form's prompt is gone, not competing with it.
+            pipe.send_text("help\r")
+            with anyio.fail_after(10):
+                assert await PromptSession[str]().prompt_async("next> ") == "help"
 
 
 async def test_secret_looking_fields_get_a_warning(server_url: str, era: str) -> None:

@@ -45,9 +45,29 @@ def test_single_line_cleaning_joins_lines() -> None:
         ("https://good.example.com@evil.example/", "evil.example", False),
         ("https://ex\u0430mple.com/", "xn--exmple-4nf.com", True),  # Cyrillic a
         ("https://example.com/\x1b[2Jx", "", False),
+        ("https://p\u0430ypal\u2061.com/login", "p\\u0430ypal\\u2061.com", False),  # an invisible letter
+        ("https://stra\u00dfe.de/", "stra\\xdfe.de", False),  # browsers keep the ß that Python makes "ss"
     ],
 )
 def test_url_review(url: str, host: str, openable: bool) -> None:
     review = review_url(url)
     assert (review.host, review.openable) == (host, openable)
     assert "\x1b" not in review.url
+
+
+INVISIBLE_IN_HOSTS = [
+    "\u180e",
+    "\u2061",
+    "\u2062",
+    "\u2063",
+    *map(chr, range(0x206A, 0x2070)),
+    *map(chr, range(0x1D173, 0x1D17B)),
+]
+
+
+@pytest.mark.parametrize("invisible", INVISIBLE_IN_HOSTS, ids=lambda character: f"U+{ord(character):04X}")
+def test_a_host_with_an_invisible_character_is_shown_escaped_and_not_opened(invisible: str) -> None:
+    review = review_url(f"https://ex{invisible}ample.com/")
+    assert review.host == "ex" + invisible.encode("ascii", "backslashreplace").decode("ascii") + "ample.com"
+    assert not review.openable
+    assert review.reason is not None

@@ -68,6 +68,8 @@ def elicitation_handler(
     async def callback(context: ClientRequestContext, params: ElicitRequestParams) -> ElicitResult | ErrorData:
         if isinstance(params, ElicitRequestURLParams):
             reply: UrlReply = await on_url(params) if on_url is not None else Decline()
+            if not isinstance(reply, Accept | Decline | Cancel):
+                return _not_an_answer(reply, "a URL question", "Accept(), Decline() or Cancel()")
             return ElicitResult(action=_action(reply))
         try:
             form = parse_requested_schema(params.requested_schema)
@@ -78,6 +80,8 @@ def elicitation_handler(
         form_reply = await answer(FormQuestion(params.message, params.requested_schema, model, params))
         if isinstance(form_reply, Decline | Cancel):
             return ElicitResult(action=_action(form_reply))
+        if not isinstance(form_reply, BaseModel | Mapping):
+            return _not_an_answer(form_reply, "a form", "a model, a dict, Decline() or Cancel()")
         try:
             return ElicitResult(action="accept", content=answer_content(model, form_reply))
         except InvalidAnswer as exc:
@@ -98,6 +102,13 @@ def answer_content(model: type[BaseModel], reply: BaseModel | Mapping[str, Any])
         return dump_content(model.model_validate(dict(data)))
     except ValidationError as exc:
         raise InvalidAnswer(problems_by_field(exc)) from None
+
+
+def _not_an_answer(reply: object, question: str, expected: str) -> ElicitResult:
+    # A wrong type (Accept() for a form, a forgotten return) is a bug in the program, but raising here would
+    # fail the call, or in 2026-07-28 the whole Client; like an answer that does not fit, it is not sent.
+    logger.warning("Cancelled %s: the program answered %r, not %s", question, reply, expected)
+    return ElicitResult(action="cancel")
 
 
 def _action(reply: Accept | Decline | Cancel) -> Any:

@@ -20,6 +20,7 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 from mcp_types import (
+    CONNECTION_CLOSED,
     SERVER_INFO_META_KEY,
     URL_ELICITATION_REQUIRED,
     CallToolResult,
@@ -123,6 +124,10 @@ class Connection:
             try:
                 return await self.client.call_tool(name, arguments)
             except MCPError as exc:
+                if exc.code == CONNECTION_CLOSED:
+                    # The server is gone, so a question still being asked cannot be answered; on a terminal its
+                    # prompt would also fight whatever asks next for the keyboard.
+                    await self._queue.withdraw_all()
                 if exc.code != URL_ELICITATION_REQUIRED or not await self._complete_required_urls(exc):
                     raise
             return await self.client.call_tool(name, arguments)

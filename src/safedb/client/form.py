@@ -7,7 +7,7 @@ The person chooses accept, decline or cancel explicitly; Ctrl-C or Esc at any pr
 from __future__ import annotations
 
 import webbrowser
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any
 
 import anyio.to_thread
@@ -17,18 +17,21 @@ from prompt_toolkit.formatted_text import FormattedText
 from prompt_toolkit.history import InMemoryHistory
 from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
 
-from safedb.client.fields import ElicitationForm, FieldKind
+from safedb.client.fields import ElicitationForm, FieldKind, FormField
 from safedb.client.filling import FieldQuestion, fill_form
 from safedb.client.requests import ElicitationRequest, Era
 from safedb.client.sanitize import clean_text
 from safedb.client.schema import UnsupportedSchema, parse_requested_schema
-from safedb.client.text_input import hint, value_label
+from safedb.client.text_input import hint, numbered, value_label
 from safedb.client.urls import UrlReview, review_url
 
 SECRET_WARNING = (
     "Warning: {names} looks like a secret (password, token, API key). The MCP specification forbids servers "
     "from asking for secrets in a form; do not type real credentials here. Decline if unsure."
 )
+
+LONE_ESCAPE_WAIT = 0.1
+"""Seconds after Esc without another key before it counts as Esc alone (cancel), not the start of Alt-KEY."""
 
 
 class FormCancelled(Exception):
@@ -51,6 +54,9 @@ class TerminalAnswerer:
         except (FormCancelled, KeyboardInterrupt, EOFError):
             self.say("Cancelled: nothing was sent to the server but 'cancel'.", "ansiyellow")
             return ElicitResult(action="cancel")
+        except anyio.get_cancelled_exc_class():
+            self.say("The question was withdrawn: the server cancelled it or the connection closed.", "ansiyellow")
+            raise
 
     # -- form mode ---------------------------------------------------------------------------------
 
@@ -156,6 +162,9 @@ class TerminalAnswerer:
             # Made at the first question, not before: a prompt session keeps the output in force when it is
             # made, and the CLI moves forms to stderr (stdout redirected) after it makes its answerer.
             self._prompt = PromptSession(history=InMemoryHistory(), key_bindings=_cancel_keys())
+            # Esc alone cancels, but Alt-b, Alt-Backspace... arrive as Esc and a key: the binding waits this
+            # long to see whether a key follows (prompt_toolkit waits 1.5 s by default).
+            self._prompt.app.ttimeoutlen = self._prompt.app.timeoutlen = LONE_ESCAPE_WAIT
         return await self._prompt.prompt_async(prompt, default=prefilled)
 
     def say(self, text: str, style: str = "") -> None:
@@ -176,7 +185,7 @@ class _TerminalFieldReader:
             if field.description:
                 for line in clean_text(field.description).splitlines():
                     terminal.say(f"      {line}")
-            for line in _choice_lines(field.choices, field.kind):
+            for line in _choice_lines(field):
                 terminal.say(line)
             terminal.say(f"      ({hint(field)})", "ansibrightblack")
         else:
@@ -184,21 +193,22 @@ class _TerminalFieldReader:
         return await terminal.ask("  > ", question.prefilled)
 
 
-def _choice_lines(choices: Sequence[Any], kind: FieldKind) -> list[str]:
-    if kind not in (FieldKind.CHOICE, FieldKind.MULTI_CHOICE):
+def _choice_lines(field: FormField) -> list[str]:
+    if field.kind not in (FieldKind.CHOICE, FieldKind.MULTI_CHOICE):
         return []
     lines = []
-    for number, choice in enumerate(choices, start=1):
+    for number, choice in enumerate(field.choices, start=1):
         label = clean_text(choice.label, multiline=False)
         value = clean_text(choice.value, multiline=False)
-        lines.append(f"      {number}) {label}" + ("" if label == value else f"  [{value}]"))
+        bullet = f"{number})" if numbered(field) else "-"  # a typed number means a value when values are numbers
+        lines.append(f"      {bullet} {label}" + ("" if label == value else f"  [{value}]"))
     return lines
 
 
 def _cancel_keys() -> KeyBindings:
     keys = KeyBindings()
 
-    @keys.add("escape", eager=True)
+    @keys.add("escape")  # not eager: Esc followed by a key is an Alt shortcut (word moves and deletes)
     def _escape(event: KeyPressEvent) -> None:
         event.app.exit(exception=FormCancelled())
 

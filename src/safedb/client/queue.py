@@ -20,24 +20,43 @@ class ElicitationQueue:
         self._answerer = answerer
         self._batch_window = batch_window
         self._turn = anyio.Lock()
-        self._waiting = 0
+        self._open: set[anyio.CancelScope] = set()
+        """One scope per question waiting or being answered."""
+        self._all_closed = anyio.Event()
         self._arrived = 0
         self._answered = 0
 
     async def answer(self, request: ElicitationRequest) -> ElicitResult:
-        self._waiting += 1
-        self._arrived += 1
-        try:
-            if self._arrived == 1 and self._batch_window > 0:
-                await anyio.sleep(self._batch_window)  # questions sent together arrive within moments
-            async with self._turn:
-                position = QueuePosition(self._answered + 1, self._arrived)
-                try:
-                    return await self._answerer.answer(replace(request, position=position))
-                finally:
-                    self._answered += 1
-        finally:
-            self._waiting -= 1
-            if self._waiting == 0:
-                self._arrived = 0
-                self._answered = 0
+        """The answerer's answer; "cancel" when the question is withdrawn before it is answered."""
+        with anyio.CancelScope() as scope:
+            if not self._open:
+                self._all_closed = anyio.Event()
+            self._open.add(scope)
+            self._arrived += 1
+            first_of_batch = self._arrived == 1
+            try:
+                # The lock queues its waiters in arrival order: the first question waits for its siblings while
+                # holding it, so that none of them is asked before it.
+                async with self._turn:
+                    if first_of_batch and self._batch_window > 0:
+                        await anyio.sleep(self._batch_window)  # questions sent together arrive within moments
+                    position = QueuePosition(self._answered + 1, self._arrived)
+                    try:
+                        return await self._answerer.answer(replace(request, position=position))
+                    finally:
+                        self._answered += 1
+            finally:
+                self._open.discard(scope)
+                if not self._open:
+                    self._arrived = 0
+                    self._answered = 0
+                    self._all_closed.set()
+        return ElicitResult(action="cancel")
+
+    async def withdraw_all(self) -> None:
+        """Stop asking every open question (each answers "cancel"); return once all have ended."""
+        if not self._open:
+            return
+        for scope in self._open:
+            scope.cancel()
+        await self._all_closed.wait()

@@ -1,11 +1,12 @@
 """Answer rules for unattended use (`--answers FILE`, `--decline-all`).
 
-A rules file (JSON, or TOML when it ends in .toml) lists rules, tried in order; the first that matches
-answers. A rule matches on the server (its reported name or the URL/command, glob), the tool being
-called (glob), the message (regular expression, searched) and the mode (form or url); a missing
-condition matches anything. Accepted content starts from the schema's defaults and is checked
-against the schema like a typed answer: content that does not fit is never sent, the question is
-cancelled instead. When no rule matches, the `default` action answers (decline unless set).
+A rules file (JSON, or TOML when its name ends in .toml in any case) lists rules, tried in order; the
+first that matches answers. A rule matches on the server (its reported name or the URL/command,
+glob), the tool being called (glob), the message (regular expression, searched) and the mode (form
+or url); a missing condition matches anything. Accepted content starts from the schema's defaults
+and is checked against the schema like a typed answer: content that does not fit is never sent, the
+question is cancelled instead. When no rule matches, the `default` action answers (decline unless
+set).
 
     {"default": "decline",
      "rules": [{"server": "SafeDB", "tool": "execute_query", "message": "DELETE FROM scratch_",
@@ -16,10 +17,8 @@ cancelled instead. When no rule matches, the `default` action answers (decline u
 from __future__ import annotations
 
 import fnmatch
-import json
 import logging
 import re
-import tomllib
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,6 +27,7 @@ from typing import Any, Literal
 from mcp_types import ElicitRequestFormParams, ElicitResult
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from safedb.client.data_files import DataFileError, read_data_file
 from safedb.client.model import InvalidAnswer, default_content, validate_content
 from safedb.client.requests import ElicitationRequest
 from safedb.client.schema import UnsupportedSchema, parse_requested_schema
@@ -88,16 +88,13 @@ def load_rules(path: Path) -> AnswerRules:
     """Read a rules file.
 
     Raises:
-        RulesFileError: unreadable, not JSON/TOML, or not the expected shape.
+        RulesFileError: unreadable, not UTF-8 JSON/TOML, or not the expected shape.
     """
     try:
-        text = path.read_text(encoding="utf-8")
-        data = tomllib.loads(text) if path.suffix == ".toml" else json.loads(text)
+        data = read_data_file(path, "answers file", toml=path.suffix.lower() == ".toml")
         return AnswerRules.model_validate(data)
-    except OSError as exc:
-        raise RulesFileError(f"Cannot read answers file {path}: {exc.strerror}") from None
-    except (json.JSONDecodeError, tomllib.TOMLDecodeError) as exc:
-        raise RulesFileError(f"Answers file {path} is not valid {path.suffix.lstrip('.') or 'JSON'}: {exc}") from None
+    except DataFileError as exc:
+        raise RulesFileError(str(exc)) from None
     except ValidationError as exc:
         raise RulesFileError(f"Answers file {path} does not have the expected shape:\n{exc}") from None
 

@@ -7,13 +7,15 @@ or `url` (+ `headers`; `type` http/streamable-http when given).
 
 from __future__ import annotations
 
-import json
+import re
 import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
+
+from safedb.client.data_files import DataFileError, read_data_file
 
 
 class TargetError(ValueError):
@@ -42,14 +44,37 @@ class StdioTarget:
 
 Target = HttpTarget | StdioTarget
 
+_HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
+_HEADER_VALUE = re.compile(r"[\t\x20-\x7e]*")
 _HTTP_TYPES = frozenset({"http", "streamable-http", "streamablehttp", "streamable_http"})
 
 
 def http_target(url: str, headers: Mapping[str, str] | None = None) -> HttpTarget:
-    parts = urlsplit(url)
+    try:
+        parts = urlsplit(url)
+        _ = parts.port  # a port that is not a number from 0 to 65535 raises here, not at connect time
+    except ValueError as exc:
+        raise TargetError(f"{url!r} is not a valid URL: {exc}") from None
     if parts.scheme not in ("http", "https") or not parts.netloc:
         raise TargetError(f"{url!r} is not an http:// or https:// URL")
-    return HttpTarget(url, dict(headers or {}))
+    if not parts.hostname:
+        raise TargetError(f"{url!r} has no host")
+    if not url.isprintable():
+        raise TargetError(f"{url!r} contains control characters")
+    headers = dict(headers or {})
+    for name, value in headers.items():
+        _check_header(name, value)
+    return HttpTarget(url, headers)
+
+
+def _check_header(name: str, value: str) -> None:
+    # HTTP sends header names as tokens and values as ASCII text; anything else would fail inside the
+    # HTTP library mid-connect (or, for a line break, smuggle in another header).
+    if not _HEADER_NAME.fullmatch(name):
+        raise TargetError(f"Header name {name!r} may only contain ASCII letters, digits and !#$%&'*+-.^_`|~")
+    if not _HEADER_VALUE.fullmatch(value):
+        # The value is not repeated: it is often a credential.
+        raise TargetError(f"The value of header {name!r} may only contain printable ASCII characters")
 
 
 def stdio_target(command_line: str) -> StdioTarget:
@@ -65,11 +90,9 @@ def stdio_target(command_line: str) -> StdioTarget:
 def config_target(path: Path, name: str) -> Target:
     """The server `name` from an `mcpServers` (or VS Code `servers`) JSON file."""
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise TargetError(f"Cannot read {path}: {exc.strerror}") from None
-    except json.JSONDecodeError as exc:
-        raise TargetError(f"{path} is not valid JSON: {exc}") from None
+        data = read_data_file(path, "config file")
+    except DataFileError as exc:
+        raise TargetError(str(exc)) from None
     servers = _servers(data)
     if servers is None:
         raise TargetError(f"{path} has no 'mcpServers' (or 'servers') object")

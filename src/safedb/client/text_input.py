@@ -2,6 +2,8 @@
 
 Booleans take yes/no, y/n, true/false, 1/0; a choice takes its number in the list, its value or its
 label; a multi-select takes several of those separated by commas; numbers take decimal notation.
+Choices are numbered only when no value or label is itself a number: "1" would then be ambiguous, so
+it always means the value or label "1".
 An empty answer means "leave this optional field out" (a required field asks again).
 """
 
@@ -25,7 +27,8 @@ class Skipped:
 def parse_text(field: FormField, text: str) -> Any:
     """The checked value for what was typed, or `Skipped()` for an optional field left empty.
 
-    A choice may also be given by its number in the list or by a unique beginning of its label or value.
+    A choice may also be given by a unique beginning of its label or value, or by its number in the list
+    when the list is `numbered`.
 
     Raises:
         InvalidValue: the text is not a valid answer for the field; the message says why.
@@ -71,6 +74,11 @@ def value_label(field: FormField, value: Any) -> str:
     return value_text(field, value)
 
 
+def numbered(field: FormField) -> bool:
+    """Whether the field's choices are listed with numbers to type: not when a value or label is a number."""
+    return not any(_is_number(choice.value) or _is_number(choice.label) for choice in field.choices)
+
+
 def hint(field: FormField) -> str:
     """A short description of what the field accepts, shown next to the prompt."""
     parts: list[str] = []
@@ -82,9 +90,9 @@ def hint(field: FormField) -> str:
         case FieldKind.NUMBER:
             parts.append("number")
         case FieldKind.CHOICE:
-            parts.append("one of the numbers or values above")
+            parts.append("one of the numbers or values above" if numbered(field) else "one of the values above")
         case FieldKind.MULTI_CHOICE:
-            parts.append("numbers or values above, separated by commas")
+            parts.append(f"{'numbers or ' if numbered(field) else ''}values above, separated by commas")
         case FieldKind.TEXT:
             parts.append(field.string_format.value if field.string_format is not None else "text")
     if field.minimum is not None or field.maximum is not None:
@@ -118,8 +126,12 @@ def _number(text: str, kind: FieldKind) -> int | float:
     return value
 
 
+def _is_number(text: str) -> bool:
+    return text.isascii() and text.isdigit()
+
+
 def _choice(field: FormField, text: str) -> str:
-    if text.isascii() and text.isdigit() and 1 <= int(text) <= len(field.choices) and field.choice_for(text) is None:
+    if _is_number(text) and numbered(field) and 1 <= int(text) <= len(field.choices):
         return field.choices[int(text) - 1].value
     if field.choice_for(text) is not None:
         return text
@@ -137,8 +149,10 @@ def _choice(field: FormField, text: str) -> str:
     }
     if len(by_prefix) == 1:
         return by_prefix.pop()
-    options = ", ".join(f"{number} {choice.label}" for number, choice in enumerate(field.choices, start=1))
-    raise InvalidValue(f"{text!r} is not one of the options ({options})")
+    options = [choice.label for choice in field.choices]
+    if numbered(field):
+        options = [f"{number} {label}" for number, label in enumerate(options, start=1)]
+    raise InvalidValue(f"{text!r} is not one of the options ({', '.join(options)})")
 
 
 def _range(low: float | None, high: float | None) -> str:

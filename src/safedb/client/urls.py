@@ -14,7 +14,8 @@ class UrlReview:
     url: str
     """The full URL, cleaned of control characters, exactly as it would be opened."""
     host: str
-    """The host, in its ASCII (punycode) form, so that look-alike letters cannot hide a different site."""
+    """The host, in its ASCII (punycode) form, so that look-alike letters cannot hide a different site; with
+    `\\u` escapes (and not openable) when it has no faithful ASCII form."""
     openable: bool
     reason: str | None = None
     """Why the URL will not be opened, or a warning about it."""
@@ -32,6 +33,9 @@ def review_url(url: str) -> UrlReview:
     except ValueError:
         return UrlReview(url, "", False, "the URL cannot be parsed")
     host = _ascii_host(hostname)
+    if host is None:
+        escaped = hostname.encode("ascii", "backslashreplace").decode("ascii")
+        return UrlReview(url, escaped, False, "the host has characters that browsers drop or read differently")
     if not host:
         return UrlReview(url, host, False, "the URL has no host")
     if parts.username is not None or parts.password is not None:
@@ -43,11 +47,20 @@ def review_url(url: str) -> UrlReview:
     return UrlReview(url, host, False, f"only https URLs (or http on this machine) are opened, not {parts.scheme}:")
 
 
-def _ascii_host(hostname: str) -> str:
-    try:
-        return hostname.encode("idna").decode("ascii")
-    except UnicodeError:
+def _ascii_host(hostname: str) -> str | None:
+    """The host in ASCII (punycode), or None when no ASCII form is faithful to it.
+
+    Python's IDNA codec and browsers (UTS-46) convert letters alike, but not the characters they drop or
+    map: the codec refuses U+2061 that browsers drop, and turns "ß" into "ss" where browsers keep it. A host
+    that does not convert back to itself could name another site in the browser than the one shown here.
+    """
+    if hostname.isascii():
         return hostname
+    try:
+        ascii_host = hostname.encode("idna").decode("ascii")
+        return ascii_host if ascii_host.encode("ascii").decode("idna") == hostname else None
+    except UnicodeError:
+        return None
 
 
 def _is_local(host: str) -> bool:

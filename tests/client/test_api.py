@@ -1,0 +1,72 @@
+"""The Python API's `elicitation_handler` in the SDK's own `Client`, against the feature server, in both eras."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from typing import Any
+
+import anyio
+import pytest
+from mcp.client.client import Client
+from mcp_types import ElicitRequestURLParams
+
+from safedb.client import Accept, FormQuestion, elicitation_handler
+from tests.client.servers import feature_server
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture(scope="module")
+def server_url() -> Iterator[str]:
+    with feature_server() as url:
+        yield url
+
+
+@pytest.fixture(params=["legacy", "auto"])
+def mode(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+async def call(url: str, mode: str, tool: str, answer: Any, on_url: Any = None) -> Any:
+    async with Client(url, mode=mode, elicitation_callback=elicitation_handler(answer, on_url)) as client:
+        with anyio.fail_after(30):
+            result = await client.call_tool(tool, {})
+    return result.structured_content
+
+
+async def test_a_dict_answer_is_sent(server_url: str, mode: str) -> None:
+    async def answer(question: FormQuestion) -> object:
+        return {"api_key": "not really a key"}
+
+    assert await call(server_url, mode, "ask_secret", answer) == {
+        "secret": {"action": "accept", "content": {"api_key": "not really a key"}}
+    }
+
+
+@pytest.mark.parametrize("reply", [Accept(), None], ids=["accept", "none"])
+async def test_a_form_answer_of_the_wrong_type_is_not_sent_but_cancelled(
+    server_url: str, mode: str, reply: object, caplog: pytest.LogCaptureFixture
+) -> None:
+    async def answer(question: FormQuestion) -> object:
+        return reply
+
+    with caplog.at_level(logging.WARNING, logger="safedb.client.api"):
+        sent = await call(server_url, mode, "ask_secret", answer)
+    assert sent == {"secret": {"action": "cancel"}}
+    assert f"the program answered {reply!r}" in caplog.text
+
+
+async def test_a_url_answer_of_the_wrong_type_is_not_sent_but_cancelled(
+    server_url: str, mode: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    async def answer(question: FormQuestion) -> object:
+        raise AssertionError("a URL question is not a form")
+
+    async def on_url(params: ElicitRequestURLParams) -> object:
+        return {"done": True}
+
+    with caplog.at_level(logging.WARNING, logger="safedb.client.api"):
+        sent = await call(server_url, mode, "ask_url", answer, on_url)
+    assert sent == {"page": {"action": "cancel"}}
+    assert "the program answered {'done': True}" in caplog.text
