@@ -262,3 +262,25 @@ def test_statements_that_run_outside_a_transaction(sql: str, in_transaction: boo
 def test_an_analyzed_statement_is_remembered(sql: str) -> None:
     """One approved call analyzes its statement up to four times; the parse happens once."""
     assert analyze_statement(sql) is analyze_statement(sql)
+
+
+@pytest.mark.parametrize(
+    ("sql", "shown"),
+    [
+        ("ALTER TABLE t DROP COLUMN v CASCADE", "alter table t (drop column v and its data, with CASCADE)"),
+        (
+            "ALTER TABLE t ALTER COLUMN v TYPE int USING 0",
+            "alter table t (set every value of column v from a USING expression, as a new type)",
+        ),
+        (
+            "ALTER TABLE t ALTER COLUMN v TYPE bigint, ADD COLUMN w int",
+            "alter table t (convert every value of column v to a new type; add column w)",
+        ),
+        ("ALTER TABLE t DISABLE TRIGGER ALL", "alter table t (disable all its triggers)"),
+        ("ALTER TABLE t SET (fillfactor = 50)", "alter table t (set rel options)"),
+    ],
+)
+def test_an_alter_table_question_says_what_each_action_does(sql: str, shown: str) -> None:
+    (change,) = analyze_statement(sql).classification.changes
+
+    assert str(change) == shown

@@ -6,12 +6,13 @@ Every statement class here either becomes a list of changes (the statement asks)
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Any
 
 from pglast import ast
+from pglast.enums import AlterTableType, DropBehavior, ReindexObjectType, TransactionStmtKind
 from pglast.enums import ObjectType as PgObjectType
-from pglast.enums import ReindexObjectType, TransactionStmtKind
 
 from safedb.errors import DeniedByPolicy, TemporaryObject, TransactionControl
 from safedb.sql.classification import Change, ChangeKind, DatabaseObject, ObjectType
@@ -19,6 +20,27 @@ from safedb.sql.postgres_tree import QualifiedName, option_enabled, strings
 
 OWNED_OBJECTS = "objects owned"
 """The detail of DROP OWNED BY's change: it drops every object the role owns, not the role."""
+
+# What each ALTER TABLE action does, in the question's words (`{}` is the column, constraint or trigger);
+# actions not listed are named after PostgreSQL's own name for them.
+_ALTER_TABLE_ACTIONS = {
+    AlterTableType.AT_AddColumn: "add column {}",
+    AlterTableType.AT_DropColumn: "drop column {} and its data",
+    AlterTableType.AT_AlterColumnType: "convert every value of column {} to a new type",
+    AlterTableType.AT_ColumnDefault: "change the default of column {}",
+    AlterTableType.AT_SetNotNull: "make column {} NOT NULL",
+    AlterTableType.AT_DropNotNull: "let column {} be NULL",
+    AlterTableType.AT_AddConstraint: "add a constraint",
+    AlterTableType.AT_DropConstraint: "drop constraint {}",
+    AlterTableType.AT_DisableTrig: "disable trigger {}",
+    AlterTableType.AT_DisableTrigAll: "disable all its triggers",
+    AlterTableType.AT_DisableTrigUser: "disable all its user triggers",
+    AlterTableType.AT_DisableRule: "disable rule {}",
+    AlterTableType.AT_DisableRowSecurity: "disable row level security",
+    AlterTableType.AT_NoForceRowSecurity: "stop applying row level security to the table's owner",
+    AlterTableType.AT_ChangeOwner: "change its owner",
+    AlterTableType.AT_SetUnLogged: "make it unlogged (not crash-safe)",
+}
 
 _OBJECT_TYPES = {
     PgObjectType.OBJECT_TABLE: ObjectType.TABLE,
@@ -342,7 +364,7 @@ _HANDLERS: dict[type[ast.Node], Callable[[Any], list[Change]]] = {
     ],
     ast.DropOwnedStmt: lambda n: [Change(ChangeKind.DROP, role, None, OWNED_OBJECTS) for role in _roles(n.roles)],
     ast.AlterTableStmt: lambda n: [
-        Change(ChangeKind.ALTER, target(n.objtype, QualifiedName.from_range_var(n.relation)))
+        Change(ChangeKind.ALTER, target(n.objtype, QualifiedName.from_range_var(n.relation)), None, _alterations(n))
     ],
     ast.AlterObjectSchemaStmt: lambda n: [
         Change(
@@ -454,3 +476,23 @@ __all__ = [
     "temporary_schema",
     "utility_changes",
 ]
+
+
+def _alterations(node: ast.AlterTableStmt) -> str | None:
+    """What an ALTER TABLE does, action by action (`drop column v and its data; add column w`)."""
+    actions = []
+    for command in node.cmds or ():
+        if not isinstance(command, ast.AlterTableCmd) or command.subtype is None:
+            continue
+        words = _ALTER_TABLE_ACTIONS.get(command.subtype)
+        if words is None:
+            words = re.sub(r"(?<=[a-z])(?=[A-Z])", " ", command.subtype.name.removeprefix("AT_")).lower()
+        column = command.def_ if isinstance(command.def_, ast.ColumnDef) else None
+        name = command.name or (column.colname if column is not None else None) or "?"
+        action = words.format(name) if "{}" in words else words
+        if command.subtype is AlterTableType.AT_AlterColumnType and column is not None and column.raw_default:
+            action = f"set every value of column {name} from a USING expression, as a new type"
+        if command.behavior is DropBehavior.DROP_CASCADE:
+            action += ", with CASCADE"
+        actions.append(action)
+    return "; ".join(actions) or None
