@@ -93,3 +93,12 @@ def test_a_view_counts_with_what_it_names() -> None:
     single = copied_tokens("SELECT * FROM base", views)
     assert copied_tokens("SELECT * FROM pair", views) > 2 * single
     assert copied_tokens("SELECT * FROM unrelated", views) == 0
+
+
+def test_a_long_chain_of_with_queries_is_counted_without_running_out_of_stack() -> None:
+    def chain(length: int) -> str:
+        queries = ["a0(x) AS (SELECT 1)"] + [f"a{n}(x) AS (SELECT x FROM a{n - 1})" for n in range(1, length)]
+        return f"WITH {', '.join(queries)} SELECT * FROM a{length - 1}"
+
+    assert copied_tokens(chain(100), {}) == 4 * 99 + 1  # each body once: a chain copies in line, not in a tree
+    assert copied_tokens(chain(5000), {}) == COPY_LIMIT + 1

@@ -107,18 +107,36 @@ class _Expansion:
         return total
 
     def _size(self, name: str) -> int:
-        if name not in self._known:
-            return 0
-        if name in self._open:  # named within its own definition: SQLite does not copy it again
-            return 1
-        if name not in self._sizes:
-            self._open.add(name)
-            self._sizes[name] = min(
-                max(definition.size + self.total(definition.names) for definition in self._known[name]),
+        # Depth first with a stack of its own, not recursion: a chain of a thousand WITH queries is valid SQL.
+        stack = [name]
+        while stack:
+            current = stack[-1]
+            if current in self._sizes or current not in self._known:
+                stack.pop()
+                continue
+            if current not in self._open:
+                self._open.add(current)
+                stack.extend(
+                    other for definition in self._known[current] for other in definition.names
+                    if other in self._known and other not in self._sizes and other not in self._open
+                )  # fmt: skip
+                continue
+            self._sizes[current] = min(
+                max(definition.size + self._named(definition.names) for definition in self._known[current]),
                 COPY_LIMIT + 1,
             )
-            self._open.discard(name)
-        return self._sizes[name]
+            self._open.discard(current)
+            stack.pop()
+        return self._sizes.get(name, 0)
+
+    def _named(self, names: Iterable[str]) -> int:
+        """What the names in a definition bring in, each already sized; one still being sized names itself
+        (a recursive WITH query), which SQLite does not copy again."""
+        total = 0
+        for name in names:
+            size = 1 if name in self._open else self._sizes.get(name, 0)
+            total = min(total + size, COPY_LIMIT + 1)
+        return total
 
 
 def _tokens(sql: str) -> Iterator[_Token]:
