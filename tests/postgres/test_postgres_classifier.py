@@ -284,3 +284,9 @@ def test_an_alter_table_question_says_what_each_action_does(sql: str, shown: str
     (change,) = analyze_statement(sql).classification.changes
 
     assert str(change) == shown
+
+
+def test_a_role_named_by_a_keyword_is_shown_by_that_keyword() -> None:
+    (change,) = analyze_statement("DROP OWNED BY CURRENT_USER").classification.changes
+
+    assert change.target.name == "current_user"

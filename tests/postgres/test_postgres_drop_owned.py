@@ -36,8 +36,9 @@ def pg(postgres_cluster: PostgresServer) -> Iterator[PgDatabase]:
         admin.execute(f"DROP ROLE {IDLE_ROLE}".encode())
 
 
-async def test_the_question_lists_everything_drop_owned_would_drop(pg: PgDatabase) -> None:
-    (impact,) = await pg.previews(f"DROP OWNED BY {WRITER}")
+@pytest.mark.parametrize("role", [WRITER, "CURRENT_USER", "SESSION_USER"])
+async def test_the_question_lists_everything_drop_owned_would_drop(pg: PgDatabase, role: str) -> None:
+    (impact,) = await pg.previews(f"DROP OWNED BY {role}")
 
     (line,) = impact.lines
     assert line.startswith(f"DROP OWNED BY {WRITER} drops everything it owns in this database")

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from typing import Any
 
 from pglast import ast
-from pglast.enums import AlterTableType, DropBehavior, ReindexObjectType, TransactionStmtKind
+from pglast.enums import AlterTableType, DropBehavior, ReindexObjectType, RoleSpecType, TransactionStmtKind
 from pglast.enums import ObjectType as PgObjectType
 
 from safedb.errors import DeniedByPolicy, TemporaryObject, TransactionControl
@@ -20,6 +20,8 @@ from safedb.sql.postgres_tree import QualifiedName, option_enabled, strings
 
 OWNED_OBJECTS = "objects owned"
 """The detail of DROP OWNED BY's change: it drops every object the role owns, not the role."""
+SESSION_ROLES = frozenset({"current_user", "current_role", "session_user"})
+"""Role names that stand for the role the statement runs as (SafeDB's writer)."""
 
 # What each ALTER TABLE action does, in the question's words (`{}` is the column, constraint or trigger);
 # actions not listed are named after PostgreSQL's own name for them.
@@ -131,7 +133,8 @@ def object_name(item: object) -> QualifiedName:
 
 
 def _role_word(role: ast.RoleSpec) -> str:
-    return str(role.roletype).split(".")[-1].removeprefix("ROLESPEC_").lower() if role.roletype is not None else "?"
+    """`current_user`, `session_user`, `current_role` or `public`."""
+    return RoleSpecType(role.roletype).name.removeprefix("ROLESPEC_").lower() if role.roletype is not None else "?"
 
 
 def target(kind: object, name: QualifiedName) -> DatabaseObject:

@@ -29,7 +29,7 @@ from safedb.db.postgres.connections import (
 )
 from safedb.sql.classification import ChangeKind, Classification, DatabaseObject, ObjectType
 from safedb.sql.postgres_classifier import PostgresStatement
-from safedb.sql.postgres_utility import OWNED_OBJECTS
+from safedb.sql.postgres_utility import OWNED_OBJECTS, SESSION_ROLES
 
 logger = logging.getLogger(__name__)
 
@@ -194,7 +194,9 @@ async def measure_impact(
                 if data_change:
                     obstacles = await _obstacles(reader, statement, classification)
                 else:
-                    object_lines = await _object_lines(reader, classification)
+                    object_lines = await _object_lines(
+                        reader, classification, await _writer_role(pools, classification)
+                    )
             if data_change:
                 impact = await _data_impact(pools, statement, classification, obstacles, seconds)
             else:
@@ -371,26 +373,40 @@ def _plan_rows(document: object) -> int | None:
     return int(rows) if isinstance(rows, int | float) else None
 
 
-async def _object_lines(connection: Connection, classification: Classification) -> list[str]:
+async def _writer_role(pools: Pools, classification: Classification) -> str | None:
+    """The role changes run as, when the statement names it as CURRENT_USER or the like (the preview reads
+    as another role)."""
+    if not any(
+        change.target.type is ObjectType.ROLE and change.target.name in SESSION_ROLES
+        for change in classification.changes
+    ):
+        return None
+    async with pools.writer() as writer:
+        row = await (await writer.execute("SELECT current_user")).fetchone()
+    return str(row[0]) if row else None
+
+
+async def _object_lines(connection: Connection, classification: Classification, writer_role: str | None) -> list[str]:
     lines = []
     for change in classification.changes:
         if change.kind is ChangeKind.DROP and change.detail == OWNED_OBJECTS:
-            lines.append(await _owned_line(connection, change.target))
+            role = change.target.name
+            lines.append(await _owned_line(connection, writer_role if role in SESSION_ROLES and writer_role else role))
         elif change.kind in _MEASURED_KINDS and (line := await _object_line(connection, change.kind, change.target)):
             lines.append(line)
     return lines
 
 
-async def _owned_line(connection: Connection, role: DatabaseObject) -> str:
+async def _owned_line(connection: Connection, role: str) -> str:
     """Everything DROP OWNED BY drops in this database, by kind, with the tables' total size."""
-    cursor = await connection.execute(_OWNED_SQL, {"name": role.name})
+    cursor = await connection.execute(_OWNED_SQL, {"name": role})
     owned: dict[str, list[str]] = {}
     total_size = 0
     for kind, name, size in await cursor.fetchall():
         owned.setdefault(kind, []).append(name)
         total_size += int(size or 0)
     if not owned:
-        return f"DROP OWNED BY {role.name}: it owns nothing in this database; only its privileges are revoked."
+        return f"DROP OWNED BY {role}: it owns nothing in this database; only its privileges are revoked."
     parts = []
     for kind, names in owned.items():
         shown = ", ".join(names[:_NAMES_SHOWN])
@@ -398,7 +414,7 @@ async def _owned_line(connection: Connection, role: DatabaseObject) -> str:
             shown += f" and {len(names) - _NAMES_SHOWN} more"
         parts.append(f"{wording.count(len(names), kind)} ({shown})")
     return (
-        f"DROP OWNED BY {role.name} drops everything it owns in this database, {_bytes(total_size)} in all, "
+        f"DROP OWNED BY {role} drops everything it owns in this database, {_bytes(total_size)} in all, "
         f"and revokes its privileges: {'; '.join(parts)}."
     )
 
