@@ -16,6 +16,12 @@ class ArgumentError(ValueError):
     """The arguments cannot be read; the message says which one and why."""
 
 
+def schema_properties(input_schema: Mapping[str, Any] | None) -> Mapping[str, Any]:
+    """A tool's declared properties; none when its schema (a server's, so of any shape) has no mapping of them."""
+    properties = (input_schema or {}).get("properties")
+    return properties if isinstance(properties, Mapping) else {}
+
+
 def parse_arguments(words: Sequence[str], input_schema: Mapping[str, Any] | None = None) -> dict[str, Any]:
     if len(words) == 1 and words[0].lstrip().startswith("{"):
         try:
@@ -25,9 +31,7 @@ def parse_arguments(words: Sequence[str], input_schema: Mapping[str, Any] | None
         if not isinstance(value, dict):
             raise ArgumentError("JSON arguments must be an object")
         return value
-    properties = (input_schema or {}).get("properties")
-    if not isinstance(properties, Mapping):  # a server's schema may be anything
-        properties = {}
+    properties = schema_properties(input_schema)
     arguments: dict[str, Any] = {}
     for word in words:
         key, separator, raw = word.partition("=")

@@ -8,6 +8,7 @@ from typing import Any
 
 from mcp_types import CallToolResult, TextContent, Tool
 
+from safedb.client.arguments import schema_properties
 from safedb.client.sanitize import clean_text
 
 _CELL_WIDTH = 60
@@ -78,11 +79,9 @@ def describe_tools(tools: Sequence[Tool]) -> str:
         return "The server offers no tools."
     lines = []
     for tool in tools:
-        # A server's schema may be of any shape: what is not a mapping of properties and a list of names is
-        # left out.
-        properties = (tool.input_schema or {}).get("properties")
+        # A server's schema may be of any shape: what is not a list of required names is left out.
+        names = [str(name) for name in schema_properties(tool.input_schema)]
         required = (tool.input_schema or {}).get("required")
-        names = [str(name) for name in properties] if isinstance(properties, dict) else []
         needed = {str(name) for name in required} if isinstance(required, list) else set()
         arguments = " ".join(f"{name}=…" if name in needed else f"[{name}=…]" for name in names)
         lines.append(clean_text(f"{tool.name} {arguments}".rstrip(), multiline=False))

@@ -21,13 +21,17 @@ def json_value(value: object) -> Value:
     return str(value)
 
 
+# What a BLOB counts beyond its base64 text: the `{"base64": ...}` wrapper.
+_BLOB_OVERHEAD = 14
+
+
 def _size(row: Iterable[Value]) -> int:
     total = 0
     for value in row:
         if isinstance(value, str):
             total += len(value) + 2
         elif isinstance(value, dict):
-            total += len(value["base64"]) + 14
+            total += len(value["base64"]) + _BLOB_OVERHEAD
         else:
             total += 8
     return total
@@ -35,7 +39,8 @@ def _size(row: Iterable[Value]) -> int:
 
 def _encoded_blob_size(raw: Sequence[Any]) -> int:
     """What the row's BLOBs will count once encoded (see `_size`), known before encoding them."""
-    return sum(4 * -(-len(value) // 3) + 14 for value in raw if isinstance(value, bytes | bytearray | memoryview))
+    blobs = (value for value in raw if isinstance(value, bytes | bytearray | memoryview))
+    return sum(4 * -(-len(blob) // 3) + _BLOB_OVERHEAD for blob in blobs)
 
 
 class CappedRows:

@@ -156,6 +156,26 @@ def _roles(roles: tuple[object, ...] | None) -> list[DatabaseObject]:
     ]
 
 
+def _alterations(node: ast.AlterTableStmt) -> str | None:
+    """What an ALTER TABLE does, action by action (`drop column v and its data; add column w`)."""
+    actions = []
+    for command in node.cmds or ():
+        if not isinstance(command, ast.AlterTableCmd) or command.subtype is None:
+            continue
+        words = _ALTER_TABLE_ACTIONS.get(command.subtype)
+        if words is None:
+            words = re.sub(r"(?<=[a-z])(?=[A-Z])", " ", command.subtype.name.removeprefix("AT_")).lower()
+        column = command.def_ if isinstance(command.def_, ast.ColumnDef) else None
+        name = command.name or (column.colname if column is not None else None) or "?"
+        action = words.format(name) if "{}" in words else words
+        if command.subtype is AlterTableType.AT_AlterColumnType and column is not None and column.raw_default:
+            action = f"set every value of column {name} from a USING expression, as a new type"
+        if command.behavior is DropBehavior.DROP_CASCADE:
+            action += ", with CASCADE"
+        actions.append(action)
+    return "; ".join(actions) or None
+
+
 def refuse_variable_set(node: ast.VariableSetStmt) -> None:
     """SET / RESET never run: they would change the session SafeDB's guards rely on, or vanish with the call."""
     name = (node.name or "").lower()
@@ -479,23 +499,3 @@ __all__ = [
     "temporary_schema",
     "utility_changes",
 ]
-
-
-def _alterations(node: ast.AlterTableStmt) -> str | None:
-    """What an ALTER TABLE does, action by action (`drop column v and its data; add column w`)."""
-    actions = []
-    for command in node.cmds or ():
-        if not isinstance(command, ast.AlterTableCmd) or command.subtype is None:
-            continue
-        words = _ALTER_TABLE_ACTIONS.get(command.subtype)
-        if words is None:
-            words = re.sub(r"(?<=[a-z])(?=[A-Z])", " ", command.subtype.name.removeprefix("AT_")).lower()
-        column = command.def_ if isinstance(command.def_, ast.ColumnDef) else None
-        name = command.name or (column.colname if column is not None else None) or "?"
-        action = words.format(name) if "{}" in words else words
-        if command.subtype is AlterTableType.AT_AlterColumnType and column is not None and column.raw_default:
-            action = f"set every value of column {name} from a USING expression, as a new type"
-        if command.behavior is DropBehavior.DROP_CASCADE:
-            action += ", with CASCADE"
-        actions.append(action)
-    return "; ".join(actions) or None

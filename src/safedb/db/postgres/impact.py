@@ -194,9 +194,7 @@ async def measure_impact(
                 if data_change:
                     obstacles = await _obstacles(reader, statement, classification)
                 else:
-                    object_lines = await _object_lines(
-                        reader, classification, await _writer_role(pools, classification)
-                    )
+                    object_lines = await _object_lines(reader, classification, pools)
             if data_change:
                 impact = await _data_impact(pools, statement, classification, obstacles, seconds)
             else:
@@ -373,28 +371,23 @@ def _plan_rows(document: object) -> int | None:
     return int(rows) if isinstance(rows, int | float) else None
 
 
-async def _writer_role(pools: Pools, classification: Classification) -> str | None:
-    """The role changes run as, when the statement names it as CURRENT_USER or the like (the preview reads
-    as another role)."""
-    if not any(
-        change.target.type is ObjectType.ROLE and change.target.name in SESSION_ROLES
-        for change in classification.changes
-    ):
-        return None
-    async with pools.writer() as writer:
-        row = await (await writer.execute("SELECT current_user")).fetchone()
-    return str(row[0]) if row else None
-
-
-async def _object_lines(connection: Connection, classification: Classification, writer_role: str | None) -> list[str]:
+async def _object_lines(connection: Connection, classification: Classification, pools: Pools) -> list[str]:
     lines = []
     for change in classification.changes:
         if change.kind is ChangeKind.DROP and change.detail == OWNED_OBJECTS:
-            role = change.target.name
-            lines.append(await _owned_line(connection, writer_role if role in SESSION_ROLES and writer_role else role))
+            lines.append(await _owned_line(connection, await _role_name(pools, change.target.name)))
         elif change.kind in _MEASURED_KINDS and (line := await _object_line(connection, change.kind, change.target)):
             lines.append(line)
     return lines
+
+
+async def _role_name(pools: Pools, name: str) -> str:
+    """`name`, or for CURRENT_USER and the like the role changes run as (the preview reads as another role)."""
+    if name not in SESSION_ROLES:
+        return name
+    async with pools.writer() as writer:
+        row = await (await writer.execute("SELECT current_user")).fetchone()
+    return str(row[0]) if row else name
 
 
 async def _owned_line(connection: Connection, role: str) -> str:
