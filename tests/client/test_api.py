@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
 from typing import Any
 
 import anyio
@@ -12,15 +11,8 @@ from mcp.client.client import Client
 from mcp_types import ElicitRequestURLParams
 
 from safedb.client import Accept, FormQuestion, elicitation_handler
-from tests.client.servers import feature_server
 
 pytestmark = pytest.mark.anyio
-
-
-@pytest.fixture(scope="module")
-def server_url() -> Iterator[str]:
-    with feature_server() as url:
-        yield url
 
 
 @pytest.fixture(params=["legacy", "auto"])

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from tests.client.servers import FEATURE_SERVER, ROOT, feature_server
+from tests.client.servers import FEATURE_SERVER, ROOT
 from tests.helpers import ServerProcess, rows, safedb_serve, scratch_table
 
 ERAS = ["handshake", "2026-07-28"]
@@ -47,23 +47,17 @@ def answers_file(tmp_path: Path, rules: dict[str, Any]) -> str:
 
 
 @pytest.fixture(scope="module")
-def feature_url() -> Iterator[str]:
-    with feature_server() as url:
-        yield url
-
-
-@pytest.fixture(scope="module")
 def served(shared_db: Path) -> Iterator[ServerProcess]:
     with safedb_serve(shared_db) as server:
         yield server
 
 
 @pytest.mark.parametrize("era", ERAS)
-def test_call_answers_every_schema_feature_from_rules(tmp_path: Path, feature_url: str, era: str) -> None:
+def test_call_answers_every_schema_feature_from_rules(tmp_path: Path, server_url: str, era: str) -> None:
     rules = answers_file(
         tmp_path, {"rules": [{"tool": "ask_everything", "action": "accept", "content": EVERYTHING_ANSWER}]}
     )
-    result = safedb("call", "--era", era, "--answers", rules, "--json", feature_url, "ask_everything")
+    result = safedb("call", "--era", era, "--answers", rules, "--json", server_url, "ask_everything")
     assert result.returncode == 0, result.stderr
     sent = json.loads(result.stdout)["structuredContent"]["form"]
     # Defaults fill what the rule left out; optional fields without a default are left out, never null.
@@ -74,10 +68,10 @@ def test_call_answers_every_schema_feature_from_rules(tmp_path: Path, feature_ur
 
 
 @pytest.mark.parametrize("era", ERAS)
-def test_rule_answers_that_do_not_fit_are_never_sent(tmp_path: Path, feature_url: str, era: str) -> None:
+def test_rule_answers_that_do_not_fit_are_never_sent(tmp_path: Path, server_url: str, era: str) -> None:
     bad = {**EVERYTHING_ANSWER, "toppings": ["pineapple"], "age": 200}
     rules = answers_file(tmp_path, {"rules": [{"action": "accept", "content": bad}]})
-    result = safedb("call", "--era", era, "--answers", rules, feature_url, "ask_everything")
+    result = safedb("call", "--era", era, "--answers", rules, server_url, "ask_everything")
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "form: cancel"
     assert "does not fit" in result.stderr
@@ -85,23 +79,23 @@ def test_rule_answers_that_do_not_fit_are_never_sent(tmp_path: Path, feature_url
 
 
 @pytest.mark.parametrize("era", ERAS)
-def test_decline_all_and_the_default_decline(tmp_path: Path, feature_url: str, era: str) -> None:
-    declined = safedb("call", "--era", era, "--decline-all", feature_url, "ask_three")
+def test_decline_all_and_the_default_decline(tmp_path: Path, server_url: str, era: str) -> None:
+    declined = safedb("call", "--era", era, "--decline-all", server_url, "ask_three")
     assert declined.stdout.strip() == "q1: decline, q2: decline, q3: decline"
     asked = [line.rsplit(": ", 1)[-1] for line in declined.stderr.splitlines() if "question answered" in line]
     assert asked == ["Question number 1", "Question number 2", "Question number 3"]  # in the order they came
     no_match = answers_file(tmp_path, {"rules": [{"tool": "other", "action": "accept"}]})
-    defaulted = safedb("call", "--era", era, "--answers", no_match, feature_url, "ask_secret")
+    defaulted = safedb("call", "--era", era, "--answers", no_match, server_url, "ask_secret")
     assert defaulted.stdout.strip() == "secret: decline"
     assert "no rule matched" in defaulted.stderr
 
 
 @pytest.mark.parametrize("era", ERAS)
 def test_unattended_answers_are_reported_in_the_servers_words_without_its_escape_sequences(
-    feature_url: str, era: str
+    server_url: str, era: str
 ) -> None:
-    shown = safedb("call", "--era", era, "--decline-all", feature_url, "ask_everything")
-    blank = safedb("call", "--era", era, "--decline-all", feature_url, "ask_without_words")
+    shown = safedb("call", "--era", era, "--decline-all", server_url, "ask_everything")
+    blank = safedb("call", "--era", era, "--decline-all", server_url, "ask_without_words")
 
     assert shown.stdout.strip() == "form: decline"
     assert "Please fill in the feature form. Thanks!" in shown.stderr
@@ -112,16 +106,16 @@ def test_unattended_answers_are_reported_in_the_servers_words_without_its_escape
     assert "question answered decline" in blank.stderr
 
 
-def test_without_a_terminal_or_rules_questions_are_declined(feature_url: str) -> None:
-    result = safedb("call", feature_url, "ask_secret")
+def test_without_a_terminal_or_rules_questions_are_declined(server_url: str) -> None:
+    result = safedb("call", server_url, "ask_secret")
     assert result.stdout.strip() == "secret: decline"
     assert "no terminal" in result.stderr
 
 
-def test_arguments_are_typed_by_the_tool_schema(feature_url: str) -> None:
-    result = safedb("call", feature_url, "echo", "text=007", "count=2", "loud=true")
+def test_arguments_are_typed_by_the_tool_schema(server_url: str) -> None:
+    result = safedb("call", server_url, "echo", "text=007", "count=2", "loud=true")
     assert (result.returncode, result.stdout.strip()) == (0, "007 007")
-    as_json = safedb("call", "--json", feature_url, "echo", '{"text": "hi", "count": 3}')
+    as_json = safedb("call", "--json", server_url, "echo", '{"text": "hi", "count": 3}')
     assert json.loads(as_json.stdout)["content"][0]["text"] == "hi hi hi"
 
 
@@ -135,13 +129,13 @@ def test_stdio_target(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("key", ["mcpServers", "servers"])
-def test_config_file_targets(tmp_path: Path, feature_url: str, key: str) -> None:
+def test_config_file_targets(tmp_path: Path, server_url: str, key: str) -> None:
     config = tmp_path / "mcp.json"
     config.write_text(
         json.dumps(
             {
                 key: {
-                    "over-http": {"type": "http", "url": feature_url},
+                    "over-http": {"type": "http", "url": server_url},
                     "over-stdio": {
                         "command": FEATURE_SERVER[0],
                         "args": [*FEATURE_SERVER[1:], "--stdio"],
@@ -159,14 +153,14 @@ def test_config_file_targets(tmp_path: Path, feature_url: str, key: str) -> None
     assert "no server named 'nope'" in missing.stderr
 
 
-def test_client_runs_session_commands_from_options_and_stdin(feature_url: str) -> None:
-    by_option = safedb("client", feature_url, "-x", "tools", "-x", "echo text=hi", "-x", "history")
+def test_client_runs_session_commands_from_options_and_stdin(server_url: str) -> None:
+    by_option = safedb("client", server_url, "-x", "tools", "-x", "echo text=hi", "-x", "history")
     assert by_option.returncode == 0, by_option.stderr
     assert "ask_everything" in by_option.stdout
     assert "echo text=…" in by_option.stdout
     assert "hi" in by_option.stdout.splitlines()
     assert "   2  echo text=hi" in by_option.stdout
-    by_stdin = safedb("client", feature_url, stdin="call echo text=piped\nquit\ncall echo text=never\n")
+    by_stdin = safedb("client", server_url, stdin="call echo text=piped\nquit\ncall echo text=never\n")
     assert by_stdin.stdout.strip() == "piped"
 
 

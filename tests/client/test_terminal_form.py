@@ -22,17 +22,11 @@ from prompt_toolkit.output.plain_text import PlainTextOutput
 from safedb.client.connection import Connection, connect
 from safedb.client.form import TerminalAnswerer
 from safedb.client.targets import StdioTarget, http_target
-from tests.client.servers import FEATURE_SERVER, ROOT, feature_server
+from tests.client.servers import FEATURE_SERVER, ROOT
 
 pytestmark = pytest.mark.anyio
 
 ESC = "\x1b"
-
-
-@pytest.fixture(scope="module")
-def server_url() -> Iterator[str]:
-    with feature_server() as url:
-        yield url
 
 
 @pytest.fixture(params=["handshake", "2026-07-28"])
