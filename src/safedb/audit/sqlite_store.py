@@ -16,6 +16,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from safedb.audit.chain import GENESIS_HASH
+from safedb.audit.checkpoints import BackgroundCheckpoints
 from safedb.audit.errors import AuditWriteFailed
 from safedb.audit.events import AuditEvent
 from safedb.audit.records import AuditRecord, format_time
@@ -64,6 +65,7 @@ class SqliteAuditStore(ThreadedAuditStore[sqlite3.Connection]):
         self._busy_timeout = busy_timeout
         self._recent_appends = RecentDuration()
         self._wal_sync = WalSync(_wal_path(writer)) if writer is not None else None
+        self._checkpoints = BackgroundCheckpoints(path, self._lock)
 
     @classmethod
     def open(cls, path: Path, *, readonly: bool = False, busy_timeout: float = 30.0) -> SqliteAuditStore:
@@ -87,6 +89,7 @@ class SqliteAuditStore(ThreadedAuditStore[sqlite3.Connection]):
             raise
 
     def close(self) -> None:
+        self._checkpoints.close()
         super().close()
         if self._wal_sync is not None:
             self._wal_sync.close()
@@ -97,7 +100,8 @@ class SqliteAuditStore(ThreadedAuditStore[sqlite3.Connection]):
 
         An answer is synced to the disk before this returns; other records within a moment (`WalSync`).
         """
-        if self._recent_appends.within_budget() and self._lock.acquire(blocking=False):
+        quick = self._recent_appends.within_budget() and not self._checkpoints.finishing
+        if quick and self._lock.acquire(blocking=False):
             try:
                 writer = self._open_writer()
                 if self._begin(writer, wait=False):
@@ -175,7 +179,11 @@ class SqliteAuditStore(ThreadedAuditStore[sqlite3.Connection]):
                 if writer.in_transaction:
                     writer.execute("ROLLBACK")
                 raise
-        return record, 0 if record is None else self._synced_wal().committed()
+        if record is None:
+            return None, 0
+        commit = self._synced_wal().committed()
+        self._checkpoints.committed(commit)
+        return record, commit
 
     def _append(self, writer: sqlite3.Connection, event: AuditEvent, first_answer: bool) -> AuditRecord | None:
         if first_answer and writer.execute(_ANSWERED, (event.request_id,)).fetchone() is not None:
