@@ -21,6 +21,10 @@ INLINE_BUDGET = 0.002
 # moment (a checkpoint, a busy disk) does not move the work off the event loop by itself.
 _WEIGHT = 0.1
 
+# A measurement counts for at most this many budgets, so that one stall of the disk, however long, does not
+# move the work off the event loop's thread by itself either.
+_MOST_BUDGETS = 5
+
 
 class RecentDuration:
     """A running average of how long some blocking work took on the event loop's thread.
@@ -47,7 +51,12 @@ class RecentDuration:
         return False
 
     def add(self, seconds: float) -> None:
-        self.average += (seconds - self.average) * _WEIGHT
+        if self.average > self.budget and seconds <= self.budget:
+            # A retry found the work quick again: back to the event loop's thread at once, rather than
+            # after the many retries (a second apart) that averaging the slow past away would take.
+            self.average = seconds
+        else:
+            self.average += (min(seconds, _MOST_BUDGETS * self.budget) - self.average) * _WEIGHT
 
     @contextmanager
     def timing(self) -> Iterator[None]:
