@@ -243,6 +243,7 @@ def test_bad_input_is_one_clear_line(args: list[str], message: str) -> None:
 
 NOT_UTF8 = b"\xff\xfe{}"
 NESTED_TOO_DEEPLY = b'{"rules": ' + b"[" * 100_000 + b"]" * 100_000 + b"}"
+BAD_PORT = json.dumps({"mcpServers": {"a": {"url": "http://127.0.0.1:99999/mcp"}}})
 NON_ASCII_HEADER = json.dumps({"mcpServers": {"a": {"url": "http://127.0.0.1:9/mcp", "headers": {"X-é": "é"}}}})
 
 
@@ -252,9 +253,16 @@ NON_ASCII_HEADER = json.dumps({"mcpServers": {"a": {"url": "http://127.0.0.1:9/m
         ("--answers", NOT_UTF8, "The answers file {path} is not UTF-8 text"),
         ("--answers", NESTED_TOO_DEEPLY, "The answers file {path} nests its JSON too deeply"),
         ("--config", NOT_UTF8, "The config file {path} is not UTF-8 text"),
-        ("--config", NON_ASCII_HEADER.encode(), "Header name 'X-é' may only contain ASCII"),
+        ("--config", NON_ASCII_HEADER.encode(), "Server 'a': Header name 'X-é' may only contain ASCII"),
+        ("--config", BAD_PORT.encode(), "Server 'a': 'http://127.0.0.1:99999/mcp' is not a valid URL"),
     ],
-    ids=["answers-not-utf8", "answers-nested-too-deeply", "config-not-utf8", "config-non-ascii-header"],
+    ids=[
+        "answers-not-utf8",
+        "answers-nested-too-deeply",
+        "config-not-utf8",
+        "config-non-ascii-header",
+        "config-bad-port",
+    ],
 )
 def test_bad_files_are_one_clear_line(tmp_path: Path, option: str, content: bytes, message: str) -> None:
     path = tmp_path / "given.json"

@@ -118,7 +118,10 @@ def _entry_target(name: str, entry: Any) -> Target:
     if "url" in entry:
         if kind and kind not in _HTTP_TYPES:
             raise TargetError(f"Server {name!r} has type {kind!r}; only Streamable HTTP and stdio are supported")
-        return http_target(str(entry["url"]), _string_map(entry.get("headers"), name, "headers"))
+        try:
+            return http_target(str(entry["url"]), _string_map(entry.get("headers"), name, "headers"))
+        except TargetError as exc:
+            raise TargetError(f"Server {name!r}: {exc}") from None
     if "command" in entry:
         args = entry.get("args", [])
         if not isinstance(args, list) or not all(isinstance(arg, str) for arg in args):
