@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import sqlite3
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
+import anyio
 import pytest
 
-from safedb.audit import AuditQuery, SqliteAuditStore, verify
+from safedb.audit import AuditDecision, AuditQuery, SqliteAuditStore, verify
+from tests.audit.helpers import event
 
 WORKERS = 6
 APPENDS = 40
@@ -66,3 +70,24 @@ def test_processes_appending_at_once_make_one_valid_chain(audit_path: Path, crea
         assert mine == [f"{worker}:{index}" for index in range(APPENDS)]
     times = [record.time for record in records]
     assert times == sorted(times)
+
+
+@pytest.mark.anyio
+async def test_appends_waiting_for_another_writer_take_one_worker_thread_between_them(audit_path: Path) -> None:
+    """While another connection holds the file's write lock, appends wait in a worker thread, one at a time:
+    many calls appending at once do not each take a thread (and its memory)."""
+    with SqliteAuditStore.open(audit_path) as store:
+        other = sqlite3.connect(audit_path, isolation_level=None)
+        other.execute("BEGIN IMMEDIATE")
+        threads_before = threading.active_count()
+        try:
+            async with anyio.create_task_group() as group:
+                for index in range(20):
+                    group.start_soon(store.record, event(AuditDecision.REQUESTED, index))
+                await anyio.sleep(0.5)
+                threads_waiting = threading.active_count() - threads_before
+                other.execute("ROLLBACK")
+        finally:
+            other.close()
+        assert threads_waiting <= 1
+        assert len(list(store.records(AuditQuery()))) == 20

@@ -111,6 +111,8 @@ class SqliteAuditStore(ThreadedAuditStore[sqlite3.Connection]):
                             self._sync_through(commit)
                         else:
                             self._synced_wal().sync_soon()
+                    if self._checkpoints.committed(commit):
+                        self._checkpoints.run_soon()
                     return record
             finally:
                 self._lock.release()
@@ -122,7 +124,10 @@ class SqliteAuditStore(ThreadedAuditStore[sqlite3.Connection]):
             writer = self._open_writer()
             self._begin(writer, wait=True)
             record, commit = self._append_begun(writer, event, first_answer)
+            checkpoint_due = self._checkpoints.committed(commit)
         self._sync_through(commit)
+        if checkpoint_due:
+            self._checkpoints.run()
         return record
 
     def _sync_through(self, commit: int) -> None:
@@ -179,11 +184,7 @@ class SqliteAuditStore(ThreadedAuditStore[sqlite3.Connection]):
                 if writer.in_transaction:
                     writer.execute("ROLLBACK")
                 raise
-        if record is None:
-            return None, 0
-        commit = self._synced_wal().committed()
-        self._checkpoints.committed(commit)
-        return record, commit
+        return record, 0 if record is None else self._synced_wal().committed()
 
     def _append(self, writer: sqlite3.Connection, event: AuditEvent, first_answer: bool) -> AuditRecord | None:
         if first_answer and writer.execute(_ANSWERED, (event.request_id,)).fetchone() is not None:

@@ -29,6 +29,9 @@ class ThreadedAuditStore(Generic[WriterT]):
     def __init__(self, writer: WriterT | None) -> None:
         self._writer = writer
         self._lock = threading.Lock()
+        # Appends wait for the one writer in turn: a single worker thread at a time is enough, and many
+        # calls appending at once then queue here instead of each taking a thread (and its memory).
+        self._append_threads = anyio.CapacityLimiter(1)
 
     def __enter__(self) -> Self:
         return self
@@ -64,7 +67,9 @@ class ThreadedAuditStore(Generic[WriterT]):
 
         A cancelled caller stops waiting at once, even for a write lock held elsewhere; the append may still
         complete in its thread (a record is written whole or not at all)."""
-        return await anyio.to_thread.run_sync(self.append, event, first_answer, abandon_on_cancel=True)
+        return await anyio.to_thread.run_sync(
+            self.append, event, first_answer, abandon_on_cancel=True, limiter=self._append_threads
+        )
 
     async def query(self, query: AuditQuery) -> Sequence[AuditRecord]:
         return await anyio.to_thread.run_sync(lambda: list(self.records(query)))
