@@ -14,7 +14,6 @@ import anyio
 import pytest
 
 from safedb.audit import AuditDecision, AuditQuery, AuditWriteFailed, SqliteAuditStore, verify
-from safedb.audit.checkpoints import CHECKPOINT_EVERY
 from safedb.audit.wal_sync import LAZY_SYNC_DELAY
 from tests.audit.helpers import event
 
@@ -115,29 +114,6 @@ async def test_an_append_fails_when_the_disk_refuses_to_sync_it(audit_path: Path
         wal_syncs.failing = False
         await store.record_answer(event(AuditDecision.ACCEPTED, 2))
         assert wal_syncs.count == 1
-
-
-async def _append_records(store: SqliteAuditStore, first: int, count: int, on_the_event_loop: bool) -> None:
-    for index in range(first, first + count):
-        if on_the_event_loop:
-            await store.record(event(AuditDecision.REQUESTED, index))
-        else:
-            await anyio.to_thread.run_sync(store.append, event(AuditDecision.REQUESTED, index))
-
-
-@pytest.mark.parametrize("on_the_event_loop", [True, False], ids=["event-loop", "worker-thread"])
-async def test_the_write_ahead_log_is_checkpointed_and_starts_over(audit_path: Path, on_the_event_loop: bool) -> None:
-    """SQLite's automatic checkpoint is off (it would run inside an append on the event loop); the store's own
-    keeps the -wal file from growing without end, wherever the appends run."""
-    with SqliteAuditStore.open(audit_path) as store:
-        await _append_records(store, 0, CHECKPOINT_EVERY - 1, on_the_event_loop)
-        before_any_checkpoint = _wal(audit_path).stat().st_size
-        await _append_records(store, CHECKPOINT_EVERY, 4 * CHECKPOINT_EVERY, on_the_event_loop)
-        # Without checkpoints it would have grown five times as large.
-        assert _wal(audit_path).stat().st_size < 2.5 * before_any_checkpoint
-    with SqliteAuditStore.open(audit_path, readonly=True) as reader:
-        assert verify(reader).intact
-        assert len(list(reader.records(AuditQuery()))) == 5 * CHECKPOINT_EVERY - 1
 
 
 _APPEND_THEN_DIE = """

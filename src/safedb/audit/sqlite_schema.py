@@ -82,9 +82,6 @@ def open_writer(path: Path, busy_timeout: float) -> sqlite3.Connection:
         # Appends touch only the last pages of the log's B-trees: a small page cache is enough, and
         # keeps the server's memory flat as the log grows.
         connection.execute("PRAGMA cache_size = -256")
-        # SQLite's own checkpoint would run inside the commit that fills the -wal file, on the event loop;
-        # the store runs it in a thread of its own instead (`BackgroundCheckpoints`).
-        connection.execute("PRAGMA wal_autocheckpoint = 0")
         _create_schema(connection, path)
     except sqlite3.DatabaseError as exc:
         connection.close()

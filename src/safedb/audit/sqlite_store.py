@@ -16,7 +16,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from safedb.audit.chain import GENESIS_HASH
-from safedb.audit.checkpoints import BackgroundCheckpoints
 from safedb.audit.errors import AuditWriteFailed
 from safedb.audit.events import AuditEvent
 from safedb.audit.records import AuditRecord, format_time
@@ -65,7 +64,6 @@ class SqliteAuditStore(ThreadedAuditStore[sqlite3.Connection]):
         self._busy_timeout = busy_timeout
         self._recent_appends = RecentDuration()
         self._wal_sync = WalSync(_wal_path(writer)) if writer is not None else None
-        self._checkpoints = BackgroundCheckpoints(path, self._lock)
 
     @classmethod
     def open(cls, path: Path, *, readonly: bool = False, busy_timeout: float = 30.0) -> SqliteAuditStore:
@@ -89,7 +87,6 @@ class SqliteAuditStore(ThreadedAuditStore[sqlite3.Connection]):
             raise
 
     def close(self) -> None:
-        self._checkpoints.close()
         super().close()
         if self._wal_sync is not None:
             self._wal_sync.close()
@@ -100,8 +97,7 @@ class SqliteAuditStore(ThreadedAuditStore[sqlite3.Connection]):
 
         An answer is synced to the disk before this returns; other records within a moment (`WalSync`).
         """
-        quick = self._recent_appends.within_budget() and not self._checkpoints.finishing
-        if quick and self._lock.acquire(blocking=False):
+        if self._recent_appends.within_budget() and self._lock.acquire(blocking=False):
             try:
                 writer = self._open_writer()
                 if self._begin(writer, wait=False):
@@ -111,8 +107,6 @@ class SqliteAuditStore(ThreadedAuditStore[sqlite3.Connection]):
                             self._sync_through(commit)
                         else:
                             self._synced_wal().sync_soon()
-                    if self._checkpoints.committed(commit):
-                        self._checkpoints.run_soon()
                     return record
             finally:
                 self._lock.release()
@@ -124,10 +118,7 @@ class SqliteAuditStore(ThreadedAuditStore[sqlite3.Connection]):
             writer = self._open_writer()
             self._begin(writer, wait=True)
             record, commit = self._append_begun(writer, event, first_answer)
-            checkpoint_due = self._checkpoints.committed(commit)
         self._sync_through(commit)
-        if checkpoint_due:
-            self._checkpoints.run()
         return record
 
     def _sync_through(self, commit: int) -> None:
