@@ -101,10 +101,7 @@ class _Expansion:
         self._open: set[str] = set()
 
     def total(self, names: Iterable[str]) -> int:
-        total = 0
-        for name in names:
-            total = min(total + self._size(name), COPY_LIMIT + 1)
-        return total
+        return _capped_sum(self._size(name) for name in names)
 
     def _size(self, name: str) -> int:
         # Depth first with a stack of its own, not recursion: a chain of a thousand WITH queries is valid SQL.
@@ -132,11 +129,15 @@ class _Expansion:
     def _named(self, names: Iterable[str]) -> int:
         """What the names in a definition bring in, each already sized; one still being sized names itself
         (a recursive WITH query), which SQLite does not copy again."""
-        total = 0
-        for name in names:
-            size = 1 if name in self._open else self._sizes.get(name, 0)
-            total = min(total + size, COPY_LIMIT + 1)
-        return total
+        return _capped_sum(1 if name in self._open else self._sizes.get(name, 0) for name in names)
+
+
+def _capped_sum(sizes: Iterable[int]) -> int:
+    """The sum, held at just past COPY_LIMIT: a bomb's sizes grow exponentially, and only the limit matters."""
+    total = 0
+    for size in sizes:
+        total = min(total + size, COPY_LIMIT + 1)
+    return total
 
 
 def _tokens(sql: str) -> Iterator[_Token]:
