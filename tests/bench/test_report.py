@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+import shutil
 from dataclasses import asdict
+from pathlib import Path
 from typing import Any
 
+import pytest
+
 from bench import report, scenarios
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
 def _rate_scenario(name: str, safedb: list[float], reference: list[float]) -> dict[str, Any]:
@@ -46,3 +52,38 @@ def test_a_rate_target_is_judged_on_the_medians_and_shows_the_spread_of_single_r
     assert read_target.status == "not met"  # read-2026's median is 0.90x, though one round reached 1.00x
     assert "read-2025: 1.00x (100 vs 100; single rounds 0.90x to 1.20x)" in read_target.detail
     assert "read-2026: 0.90x (90 vs 100; single rounds 0.80x to 1.00x)" in read_target.detail
+
+
+def test_rendering_the_committed_results_again_gives_the_committed_page(tmp_path: Path) -> None:
+    """docs/benchmarks.md is generated: `python -m bench.report` on its results file reproduces it."""
+    results, page = tmp_path / "latest.json", tmp_path / "benchmarks.md"
+    shutil.copy(REPO_ROOT / "bench" / "results" / "latest.json", results)
+
+    report.main([str(results), str(page)])
+
+    assert page.read_text() == (REPO_ROOT / "docs" / "benchmarks.md").read_text()
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (None, "cannot read"),
+        ("not json", "is not a results file written by `python -m bench.run`"),
+        ('{"scenarios": []}', "is not a results file written by `python -m bench.run`"),
+    ],
+)
+def test_a_missing_or_foreign_results_file_is_refused_in_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], content: str | None, message: str
+) -> None:
+    results, page = tmp_path / "results.json", tmp_path / "page.md"
+    if content is not None:
+        results.write_text(content)
+
+    with pytest.raises(SystemExit) as exit_info:
+        report.main([str(results), str(page)])
+
+    assert exit_info.value.code == 2
+    error = capsys.readouterr().err.strip().splitlines()[-1]
+    assert message in error
+    assert str(results) in error
+    assert not page.exists()
