@@ -37,9 +37,10 @@ NOTES = [
     "The reference has no statement time limit, no read-only connection, no classification, no impact "
     "preview and no audit log. SafeDB writes three audit records per approved change: the approval is synced "
     "to the disk before the change runs, the request and the outcome within 0.1 s (docs/audit.md).",
-    "The reference keeps the SDK's OpenTelemetry middleware (a span per incoming message, on by default); "
-    "SafeDB leaves it out unless OpenTelemetry is set up (docs/configuration.md, Tracing), which saves about "
-    "4 KiB per waiting handshake-era call and some CPU per message.",
+    "The reference keeps the SDK's OpenTelemetry spans (one per incoming message and one around every request "
+    "the server sends, such as a question, on by default); SafeDB leaves them out unless OpenTelemetry is set "
+    "up (docs/configuration.md, Tracing), which saves about 6 KiB per waiting handshake-era call and some CPU "
+    "per message.",
     "Where the time goes: the reference's tool is a plain function, which the SDK runs in a worker thread on "
     "every call. SafeDB runs short work on its event loop instead (docs/safety.md, section 6): reads, the "
     "classification of statements up to 1,000 characters, impact dry runs, and approved changes and audit "

@@ -12,7 +12,6 @@ import uvicorn
 from mcp.server.mcpserver import MCPServer
 from mcp.server.request_state import RequestStateSecurity
 from mcp_types import ToolAnnotations
-from opentelemetry import trace
 
 from safedb import __version__
 from safedb.approval.board import ApprovalBoard
@@ -21,16 +20,10 @@ from safedb.db.backend import Database
 from safedb.server.elicitation import ApprovalChannel
 from safedb.server.targets import ServedTarget, ServedTargets
 from safedb.server.tools import SafeDBTools
+from safedb.server.tracing import trace_only_when_set_up
 from safedb.server.web_channel import WebApprovalChannel
 from safedb.settings import Settings
 from safedb.web.routes import approval_routes
-
-try:  # private in the SDK: a later release may move it, and then there is nothing to remove
-    from mcp.server._otel import OpenTelemetryMiddleware
-
-    _SDK_TRACING: tuple[type, ...] = (OpenTelemetryMiddleware,)
-except ImportError:
-    _SDK_TRACING = ()
 
 logger = logging.getLogger(__name__)
 
@@ -61,7 +54,7 @@ def build_server(settings: Settings, databases: Mapping[str, Database], audit: A
     server: MCPServer = MCPServer(
         name="SafeDB", instructions=INSTRUCTIONS, version=__version__, request_state_security=security
     )
-    _trace_only_when_set_up(server)
+    trace_only_when_set_up(server)
     board = ApprovalBoard()
     web_channel = WebApprovalChannel(board, settings.public_url, settings.progress_interval)
     tools = SafeDBTools(targets, audit, ApprovalChannel(settings.progress_interval), web_channel, settings.text_rows)
@@ -79,18 +72,6 @@ def build_server(settings: Settings, databases: Mapping[str, Database], audit: A
         description = f"{inspect.getdoc(tool)}\n\nTargets: {', '.join(t.name for t in settings.targets)}."
         server.add_tool(tool, title=title, description=description, annotations=_READ_ONLY)
     return server
-
-
-def _trace_only_when_set_up(server: MCPServer) -> None:
-    """Remove the SDK's OpenTelemetry middleware unless OpenTelemetry is set up (a tracer provider, for
-    instance from `opentelemetry-instrument safedb serve`).
-
-    The middleware opens a span for every incoming message. Without a provider the spans go nowhere, yet
-    each costs CPU, and memory for as long as its call waits for a person. The SDK documents dropping the
-    middleware as the way to opt out.
-    """
-    if isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider):
-        server.middleware[:] = [layer for layer in server.middleware if not isinstance(layer, _SDK_TRACING)]
 
 
 async def serve(
