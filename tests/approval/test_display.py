@@ -52,3 +52,13 @@ def test_ordinary_layout_and_text_are_shown_as_written() -> None:
 )
 def test_readable_length_counts_what_a_person_can_read(text: str, length: int) -> None:
     assert readable_length(text) == length
+
+
+@pytest.mark.parametrize("code", range(128))
+def test_every_ascii_character_shows_as_itself_unless_it_is_a_control(code: int) -> None:
+    character = chr(code)
+    shown = visible_statement(f"SELECT 'a{character}b'")
+    if (code < 32 and character not in "\n\t") or code == 127:
+        assert shown == f"SELECT 'a⟨U+{code:04X}⟩b'"
+    else:
+        assert shown == f"SELECT 'a{character}b'"

@@ -24,6 +24,8 @@ _SHOWN_AS_IS = frozenset({"\n", "\t"})
 # Letters and symbols that render as blank space without being spaces (Hangul fillers, the blank Braille
 # pattern, Khmer inherent vowels, the combining grapheme joiner): 3,000 of them push text out of sight too.
 _BLANK_LOOKING = frozenset("\u034f\u115f\u1160\u17b4\u17b5\u2800\u3164\uffa0")
+# The only ASCII characters that hide: the controls other than a line break and a tab.
+_ASCII_HIDDEN = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
 
 
 def visible_statement(sql: str) -> str:
@@ -32,6 +34,8 @@ def visible_statement(sql: str) -> str:
     text = sql.strip().replace("\r\n", "\n")
     text = _EMPTY_LINES.sub(lambda run: f"\n⟨{run.group().count(chr(10)):,} line breaks⟩\n", text)
     text = _BLANK_RUN.sub(lambda run: f"⟨{len(run.group()):,} blanks⟩", text)
+    if text.isascii() and _ASCII_HIDDEN.search(text) is None:
+        return text  # the usual statement: nothing in it hides, and looking at each character costs
     return "".join(_shown(character, len(list(run))) for character, run in itertools.groupby(text))
 
 
