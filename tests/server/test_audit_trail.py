@@ -99,7 +99,7 @@ async def test_recording_a_cancelled_call_does_not_wait_for_a_busy_log(tmp_path:
     """Another connection holds the audit log's write lock (SafeDB waits up to 30 s for it): the cancelled call
     still ends after the few seconds `abandoned` allows, so a stopping server does not hang on its waiting calls."""
     store = SqliteAuditStore.open(tmp_path / "audit.db")
-    audit = CallAudit(store, "test", "client", DELETE_ONE)
+    audit = CallAudit(store, "test", lambda: "client", DELETE_ONE)
     await audit.asking("question-1")
     other = sqlite3.connect(tmp_path / "audit.db", isolation_level=None)
     other.execute("BEGIN IMMEDIATE")

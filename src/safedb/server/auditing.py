@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import uuid
+from collections.abc import Callable
 from typing import Any
 
 import anyio
@@ -34,14 +36,22 @@ class CallAudit:
     statement does not run. The log also makes each answer count once (see `record_answer`).
     """
 
-    def __init__(self, store: AuditStore, target: str, caller: str, sql: str) -> None:
+    def __init__(self, store: AuditStore, target: str, describe_caller: Callable[[], str], sql: str) -> None:
         self._store = store
         self._target = target
-        self.caller = caller
+        self._describe_caller = describe_caller
         self._sql = sql
-        self.request_id = uuid.uuid4().hex
         self._classification: Classification | None = None
         self._asked = False
+
+    # Made on first use: most calls are reads, which write no record and ask no one.
+    @functools.cached_property
+    def caller(self) -> str:
+        return self._describe_caller()
+
+    @functools.cached_property
+    def request_id(self) -> str:
+        return uuid.uuid4().hex
 
     def classified(self, classification: Classification) -> None:
         self._classification = classification

@@ -80,7 +80,7 @@ class SafeDBTools:
             served = self.targets.pick(target)
         except UnknownTarget as exc:
             return error_result(str(exc))
-        audit = CallAudit(self.audit, served.name, describe_caller(ctx), query)
+        audit = CallAudit(self.audit, served.name, lambda: describe_caller(ctx), query)
         try:
             return await self._execute(query, ctx, served, audit)
         except AuditWriteFailed as exc:
