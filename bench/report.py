@@ -48,19 +48,19 @@ NOTES = [
     "approved change costs SafeDB its classification, a dry run for the impact preview, three hash-chained "
     "audit appends and the checks that bind the approval to the statement, and its event loop waits for the "
     "approval record to reach the disk (one fsync) before the change runs. The benchmark's DELETE matches no "
-    "row, so neither server's commit of it writes to the disk. Profiled (py-spy, elicit-2025), the audit log "
-    "takes close to 1 ms of SafeDB's event loop per round trip, a quarter of it waiting for that fsync. "
-    "Moving audit or database work to worker threads measured slower, because each hand-off fights the event "
-    "loop for the GIL.",
-    "What the elicitation gap is made of (elicit runs of 3 rounds on a quiet machine, 2026-11-25, about 0.90x "
-    "and 0.95x): with the audit appends made no-ops in a throwaway build, SafeDB ran 1.25x and 1.28x the "
-    "reference at 1.46 ms of server CPU per round trip (1.93 ms with them). Each append commits about 2.5 pages "
-    "to the audit file's write-ahead log; the trials below took away the appends' extra statements and the "
-    "wait for the disk without a measurable gain, which leaves those commits as the cost. Tried and not kept: "
-    "all appends in one thread of their own, a transaction per batch (2.60 ms per round trip, 0.79x "
-    "and 0.84x: the GIL hand-offs cost more than the commits); the answer's fsync through Linux AIO, so that the "
-    "event loop never waits for the disk, and each append as one statement with the head anchor moved by a "
-    "trigger (both within the noise, 0.88x to 0.91x).",
+    "row, so neither server's commit of it writes to the disk. Profiled (py-spy), the audit log takes about a "
+    "third of SafeDB's event loop in an elicitation round trip, a third of that waiting for the answer's fsync.",
+    "What the elicitation gap is made of (3-round elicitation runs on 2026-11-25, before the SDK's spans around "
+    "questions were left out, when SafeDB stood at about 0.90x and 0.95x): with the audit appends made no-ops "
+    "in a throwaway build, SafeDB ran 1.25x and 1.28x the reference, at 1.46 ms of server CPU per round trip "
+    "instead of 1.93. Each append commits about 2.5 pages to the audit file's write-ahead log; the trials below "
+    "took away the appends' extra statements and the wait for the disk without a measurable gain, which leaves "
+    "those commits as the cost. Tried and not kept: all appends in one thread of their own, a transaction per "
+    "batch (2.60 ms per round trip, 0.79x and 0.84x: the GIL hand-offs cost more than the commits); the "
+    "answer's fsync through Linux AIO, so that the event loop never waits for the disk; each append as one "
+    "statement, the head anchor moved by a trigger (both within the noise, 0.88x to 0.91x). Appending from a "
+    "process of its own would take the commits off the event loop, but a second Python process costs at least "
+    "11 MiB, which the 1,000,000-row target (under 100 MB) has no room for.",
 ]
 
 SAFEDB = "safedb"
