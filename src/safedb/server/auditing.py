@@ -36,10 +36,10 @@ class CallAudit:
     statement does not run. The log also makes each answer count once (see `record_answer`).
     """
 
-    def __init__(self, store: AuditStore, target: str, describe_caller: Callable[[], str], sql: str) -> None:
+    def __init__(self, store: AuditStore, target: str, describe: Callable[[], str], sql: str) -> None:
         self._store = store
         self._target = target
-        self._describe_caller = describe_caller
+        self._describe = describe
         self._sql = sql
         self._classification: Classification | None = None
         self._asked = False
@@ -47,7 +47,7 @@ class CallAudit:
     # Made on first use: most calls are reads, which write no record and ask no one.
     @functools.cached_property
     def caller(self) -> str:
-        return self._describe_caller()
+        return self._describe()
 
     @functools.cached_property
     def request_id(self) -> str:
