@@ -48,8 +48,9 @@ NOTES = [
     "approved change costs SafeDB its classification, a dry run for the impact preview, three hash-chained "
     "audit appends and the checks that bind the approval to the statement, and its event loop waits for the "
     "approval record to reach the disk (one fsync) before the change runs. The benchmark's DELETE matches no "
-    "row, so neither server's commit of it writes to the disk. Profiled (py-spy), the audit log takes about a "
-    "third of SafeDB's event loop in an elicitation round trip, a third of that waiting for the answer's fsync.",
+    "row, so neither server's commit of it writes to the disk. Timed inside the server, the audit log takes "
+    "about a quarter of SafeDB's event loop in an elicitation round trip, a fifth of that waiting for the "
+    "answer's fsync (the next note has the figures).",
     "What the elicitation gap is made of (3-round elicitation runs on 2026-11-25, before the SDK's spans around "
     "questions were left out, when SafeDB stood at about 0.90x and 0.95x): with the audit appends made no-ops "
     "in a throwaway build, SafeDB ran 1.25x and 1.28x the reference, at 1.46 ms of server CPU per round trip "
