@@ -7,6 +7,7 @@ import errno
 import os
 import subprocess
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -24,18 +25,20 @@ Fsync = Callable[[int], None]
 
 class DiskSyncs:
     """Counts the syncs of one file, passing them on to the real `os.fdatasync` (`os.fsync` where there is
-    none), or failing them on demand."""
+    none), failing them on demand, or making them as slow as a busy disk (`seconds`)."""
 
     def __init__(self, real_fsync: Fsync) -> None:
         self._real_fsync = real_fsync
         self.inode: int | None = None
         self.count = 0
         self.failing = False
+        self.seconds = 0.0
 
     def __call__(self, fd: int) -> None:
         if self.inode is not None and os.fstat(fd).st_ino == self.inode:
             if self.failing:
                 raise OSError(errno.EIO, "Input/output error")
+            time.sleep(self.seconds)
             self.count += 1
         self._real_fsync(fd)
 
@@ -66,6 +69,51 @@ async def test_an_answer_is_on_disk_before_it_counts_and_one_sync_covers_the_rec
         answer = await store.record_answer(event(AuditDecision.ACCEPTED, 0))
         assert answer is not None
         assert wal_syncs.count == 1, "the answer, and the three records before it, in one sync"
+
+
+async def test_the_event_loop_serves_other_work_while_an_answer_is_synced(
+    audit_path: Path, wal_syncs: DiskSyncs
+) -> None:
+    ticks = 0
+
+    async def tick() -> None:
+        nonlocal ticks
+        while True:
+            ticks += 1
+            await anyio.sleep(0.01)
+
+    with SqliteAuditStore.open(audit_path) as store:
+        wal_syncs.watch(_wal(audit_path))
+        wal_syncs.seconds = 0.3
+        async with anyio.create_task_group() as group:
+            group.start_soon(tick)
+            await anyio.sleep(0)
+            started = ticks
+            answer = await store.record_answer(event(AuditDecision.ACCEPTED, 1))
+            assert answer is not None
+            assert wal_syncs.count == 1, "the answer is on the disk before record_answer returns"
+            assert ticks - started >= 5, "other tasks ran while the disk synced"
+            group.cancel_scope.cancel()
+
+
+async def test_answers_waiting_together_share_one_sync(audit_path: Path, wal_syncs: DiskSyncs) -> None:
+    with SqliteAuditStore.open(audit_path) as store:
+        wal_syncs.watch(_wal(audit_path))
+        wal_syncs.seconds = 0.3
+        answers: list[object] = []
+
+        async def answer(index: int) -> None:
+            answers.append(await store.record_answer(event(AuditDecision.ACCEPTED, index)))
+
+        async with anyio.create_task_group() as group:
+            for index in range(6):
+                group.start_soon(answer, index)
+        assert len(answers) == 6
+        assert None not in answers
+        # The others arrive while the first answer's sync is under way (or before it starts): the next
+        # sync (or that one) covers them all.
+        assert 1 <= wal_syncs.count <= 2, wal_syncs.count
+        assert [record.decision for record in store.records(AuditQuery())] == [AuditDecision.ACCEPTED] * 6
 
 
 async def test_other_records_reach_the_disk_within_a_moment(audit_path: Path, wal_syncs: DiskSyncs) -> None:

@@ -95,21 +95,25 @@ class SqliteAuditStore(ThreadedAuditStore[sqlite3.Connection]):
         """Append on the event loop's thread when appends have lately been quick (`RecentDuration`) and the
         write lock is free, in this process and in the file; otherwise wait for it in a worker thread.
 
-        An answer is synced to the disk before this returns; other records within a moment (`WalSync`).
+        An answer is synced to the disk before this returns, by the sync thread while the event loop goes on;
+        other records within a moment (`WalSync`).
         """
         if self._recent_appends.within_budget() and self._lock.acquire(blocking=False):
             try:
                 writer = self._open_writer()
-                if self._begin(writer, wait=False):
+                begun = self._begin(writer, wait=False)
+                if begun:
                     with self._recent_appends.timing():
                         record, commit = self._append_begun(writer, event, first_answer)
-                        if first_answer:
-                            self._sync_through(commit)
-                        else:
-                            self._synced_wal().sync_soon()
-                    return record
             finally:
                 self._lock.release()
+            if begun:
+                if first_answer:
+                    with self._failures():
+                        await self._synced_wal().synced_through(commit)
+                else:
+                    self._synced_wal().sync_soon()
+                return record
         return await super()._append_soon(event, first_answer)
 
     def _write(self, event: AuditEvent, first_answer: bool) -> AuditRecord | None:

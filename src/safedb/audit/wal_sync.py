@@ -6,20 +6,29 @@ A sync covers every commit written before it, in order: the log on the disk is a
 log SafeDB wrote. Records that something waits on (a person's answer, before a statement runs) are
 synced before the append returns, as `synchronous = FULL` would; the others are synced with the next
 such record, or in the background within `LAZY_SYNC_DELAY`.
+
+Appends on the event loop's thread have their syncs done by a thread of its own, so that the event loop
+serves other calls while the disk syncs; that thread syncs once for every append waiting by then.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import errno
 import logging
 import os
+import queue
 import threading
 
 logger = logging.getLogger(__name__)
 
 LAZY_SYNC_DELAY = 0.1
 """Seconds a record that nothing waits on may stay unsynced (only a power loss or an OS crash can lose it)."""
+
+_Waiter = tuple[asyncio.AbstractEventLoop, "asyncio.Future[None]"]
+_SOON = "soon"
+_STOP = "stop"
 
 
 class WalSync:
@@ -34,6 +43,11 @@ class WalSync:
         self._last_synced = 0
         self._lock = threading.Lock()
         self._background_sync_due = False
+        # Waiters from the event loop, `_SOON` for a sync within LAZY_SYNC_DELAY, or `_STOP`, for a thread
+        # of its own: handing each sync to a pool's worker thread instead cost more than the sync itself.
+        self._requests: queue.SimpleQueue[_Waiter | str] = queue.SimpleQueue()
+        self._syncer = threading.Thread(target=self._serve_requests, name="safedb-audit-sync", daemon=True)
+        self._syncer.start()
 
     def committed(self) -> int:
         """Note one more commit (called under the store's write lock); its number."""
@@ -46,6 +60,23 @@ class WalSync:
             if self._last_synced < commit:
                 self._sync()
 
+    async def synced_through(self, commit: int) -> None:
+        """`sync_through` for the event loop: the sync thread syncs while the loop serves other calls."""
+        if self._last_synced >= commit:
+            return
+        if self._fd < 0:
+            raise OSError(errno.EBADF, "the audit log is closed")
+        loop = asyncio.get_running_loop()
+        done = loop.create_future()
+        self._requests.put((loop, done))
+        await done
+
+    def sync_soon(self) -> None:
+        """Have every commit so far synced within `LAZY_SYNC_DELAY`, by the sync thread."""
+        if not self._background_sync_due:
+            self._background_sync_due = True
+            self._requests.put(_SOON)
+
     def _sync(self) -> None:
         """Sync every commit counted so far: each has been written to the file. Call under `_lock`."""
         if self._fd < 0:
@@ -54,25 +85,35 @@ class WalSync:
         _sync_data(self._fd)
         self._last_synced = through
 
-    def sync_soon(self) -> None:
-        """Have every commit so far synced within `LAZY_SYNC_DELAY`, in a worker thread (call on the event
-        loop)."""
-        if self._background_sync_due:
-            return
-        self._background_sync_due = True
-        loop = asyncio.get_running_loop()
-        loop.call_later(LAZY_SYNC_DELAY, lambda: loop.run_in_executor(None, self._sync_in_background))
-
-    def _sync_in_background(self) -> None:
-        self._background_sync_due = False
-        try:
-            self.sync_through(self._last_commit)
-        except OSError as exc:
-            # The next decision syncs again, and fails its statement if the disk still refuses.
-            logger.error("Cannot sync the audit log to disk: %s", exc)
+    def _serve_requests(self) -> None:
+        while True:
+            request = self._requests.get()
+            if request == _SOON:
+                with contextlib.suppress(queue.Empty):  # a waiter arriving meanwhile is served by the same sync
+                    request = self._requests.get(timeout=LAZY_SYNC_DELAY)
+            requests = [request]
+            while requests[-1] != _STOP and not self._requests.empty():
+                requests.append(self._requests.get())
+            self._background_sync_due = False  # before the sync: a commit after it asks for another
+            error: OSError | None = None
+            try:
+                self.sync_through(self._last_commit)
+            except OSError as exc:
+                error = exc
+                if not any(isinstance(waiter, tuple) for waiter in requests):
+                    # The next decision syncs again, and fails its statement if the disk still refuses.
+                    logger.error("Cannot sync the audit log to disk: %s", exc)
+            for waiter in requests:
+                if isinstance(waiter, tuple):
+                    _settle(*waiter, error)
+            if requests[-1] == _STOP:
+                return
 
     def close(self) -> None:
         """Sync what is left, and let go of the file."""
+        if self._syncer.is_alive():
+            self._requests.put(_STOP)
+            self._syncer.join()
         with self._lock:
             if self._fd < 0:
                 return
@@ -84,6 +125,21 @@ class WalSync:
             finally:
                 os.close(self._fd)
                 self._fd = -1
+
+
+def _settle(loop: asyncio.AbstractEventLoop, done: asyncio.Future[None], error: OSError | None) -> None:
+    """Tell a waiter on `loop` that its sync is done (or failed), unless that loop has already closed."""
+
+    def settle() -> None:
+        if done.done():  # its caller was cancelled
+            return
+        if error is None:
+            done.set_result(None)
+        else:
+            done.set_exception(error)
+
+    with contextlib.suppress(RuntimeError):
+        loop.call_soon_threadsafe(settle)
 
 
 def _sync_data(fd: int) -> None:
