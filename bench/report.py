@@ -68,7 +68,7 @@ NOTES = [
     "build in one run (6 to 8 alternating rounds of elicit-2025): leaving out the fdatasync altogether gained "
     "10% and 14% (an upper bound for any way of syncing); the answer's fdatasync done by a thread of the audit "
     "store's own while the event loop goes on, as shipped since 2026-11-25, gained 3%, 4% and 7% in three "
-    "comparisons; the same through a pool's worker thread, one hand-off per sync, had lost 5% (0.27 ms more CPU "
+    "comparisons (on elicit-2026 it stayed within the noise, 1.00); the same through a pool's worker thread, one hand-off per sync, had lost 5% (0.27 ms more CPU "
     "per round trip), and through Linux AIO (caio) 8%; checkpoints moved to that thread as well stayed within "
     "the noise. Leaving out the request record gained 8%, but the record is part of the log; writing it in the "
     "answer's transaction instead, building records more cheaply, or two fewer indexes (3.3 pages per append) "
