@@ -88,11 +88,11 @@ class WalSync:
     def _serve_requests(self) -> None:
         while True:
             request = self._requests.get()
-            if request == _SOON:
+            if request is _SOON:
                 with contextlib.suppress(queue.Empty):  # a waiter arriving meanwhile is served by the same sync
                     request = self._requests.get(timeout=LAZY_SYNC_DELAY)
             requests = [request]
-            while requests[-1] != _STOP and not self._requests.empty():
+            while requests[-1] is not _STOP and not self._requests.empty():
                 requests.append(self._requests.get())
             self._background_sync_due = False  # before the sync: a commit after it asks for another
             error: OSError | None = None
@@ -106,7 +106,7 @@ class WalSync:
             for waiter in requests:
                 if isinstance(waiter, tuple):
                     _settle(*waiter, error)
-            if requests[-1] == _STOP:
+            if requests[-1] is _STOP:
                 return
 
     def close(self) -> None:
