@@ -94,18 +94,18 @@ class WalSync:
             requests = [request]
             while requests[-1] is not _STOP and not self._requests.empty():
                 requests.append(self._requests.get())
+            waiters = [request for request in requests if isinstance(request, tuple)]
             self._background_sync_due = False  # before the sync: a commit after it asks for another
             error: OSError | None = None
             try:
                 self.sync_through(self._last_commit)
             except OSError as exc:
                 error = exc
-                if not any(isinstance(waiter, tuple) for waiter in requests):
+                if not waiters:
                     # The next decision syncs again, and fails its statement if the disk still refuses.
                     logger.error("Cannot sync the audit log to disk: %s", exc)
-            for waiter in requests:
-                if isinstance(waiter, tuple):
-                    _settle(*waiter, error)
+            for loop, done in waiters:
+                _settle(loop, done, error)
             if requests[-1] is _STOP:
                 return
 
