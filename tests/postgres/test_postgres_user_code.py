@@ -72,17 +72,20 @@ async def test_a_preview_never_runs_user_code_the_statement_does_not_name(pg: Pg
     assert impact.rows_affected is None
 
 
-async def test_the_preview_says_why_it_made_no_dry_run(pg: PgDatabase) -> None:
+async def test_the_preview_says_why_it_made_neither_a_dry_run_nor_an_estimate(pg: PgDatabase) -> None:
     (impact,) = await pg.previews("UPDATE checked SET v = v + 1")
 
-    assert "planner's estimate" in impact.lines[0]
-    assert "call a user-defined function for each row written" in impact.lines[0]
+    assert "no dry run and no planner's estimate" in impact.lines[0]
+    assert "call the user-defined function counted" in impact.lines[0]
 
 
-async def test_a_delete_still_gets_its_dry_run_when_only_written_rows_would_run_user_code(pg: PgDatabase) -> None:
-    (impact,) = await pg.previews("DELETE FROM checked WHERE id = 42")
+async def test_a_user_function_in_a_tables_code_rules_out_the_planner_even_for_a_delete(pg: PgDatabase) -> None:
+    """A DELETE writes no rows, but planning it folds what the table's indexes and constraints call with
+    constant arguments, and a user function's IMMUTABLE label is not enforced."""
+    (impact,) = await pg.previews("DELETE FROM indexed WHERE id = 42")
 
-    assert impact.rows_affected == 0
+    assert impact.rows_affected is None
+    assert "planning may call the user-defined function counted_value" in impact.lines[0]
 
 
 @pytest.mark.parametrize(

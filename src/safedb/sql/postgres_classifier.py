@@ -31,7 +31,7 @@ from safedb.sql.postgres_utility import (
 # Statements whose expressions are evaluated when they run (function calls in them execute).
 _EXECUTING = (ast.SelectStmt, ast.InsertStmt, ast.UpdateStmt, ast.DeleteStmt, ast.MergeStmt, ast.CreateTableAsStmt)
 _DML = (ast.InsertStmt, ast.UpdateStmt, ast.DeleteStmt, ast.MergeStmt)
-_SYSTEM_OPERATOR_SCHEMA = "pg_catalog"
+_SYSTEM_OPERATOR_SCHEMA = _SYSTEM_TYPE_SCHEMA = "pg_catalog"
 # Subqueries compared with an operator: `x op ANY (...)`, `x op ALL (...)`, `ROW(...) op (...)`.
 _COMPARING_SUBLINKS = frozenset({SubLinkType.ANY_SUBLINK, SubLinkType.ALL_SUBLINK, SubLinkType.ROWCOMPARE_SUBLINK})
 
@@ -72,6 +72,9 @@ class PostgresStatement:
     functions: tuple[FunctionRef, ...] = ()
     operators: tuple[str, ...] = ()
     relations: tuple[QualifiedName, ...] = ()
+    types: tuple[str, ...] = ()
+    """Types the statement may convert values to (casts, and calls that may be casts), as `to_regtype` reads
+    them: a domain's checks run on each conversion."""
     in_transaction: bool = True
     """False for statements PostgreSQL runs only outside a transaction block (VACUUM, CREATE DATABASE...)."""
     cursor_read: bool = False
@@ -244,17 +247,22 @@ class _References:
     operators: list[str]
     relations: list[QualifiedName]
     changes: list[Change]
+    types: list[str]
     uses_default: bool = False
 
 
 def _references(root: ast.Node) -> _References:
     """Everything under `root` that runs or writes: nested data changes, function calls, operators, relations."""
-    found = _References([], [], [], [])
+    found = _References([], [], [], [], [])
     for node in walk(root):
         if isinstance(node, ast.FuncCall):
             name = QualifiedName.from_list(node.funcname)
             argument = string_constant(node.args[0]) if node.args else None
             found.functions.append(FunctionRef(name.name, name.schema, argument=argument))
+            if len(node.args or ()) == 1:
+                found.types.append(name.quoted())  # `name(x)` is a cast when `name` is a type
+        elif isinstance(node, ast.TypeName):
+            _note_type(found, node)
         elif (sql_json := _SQL_JSON_CALLS.get(type(node))) is not None:
             found.functions.append(FunctionRef(sql_json, grammar=True))
         elif isinstance(node, ast.JsonFuncExpr) and node.op is not None:
@@ -285,6 +293,12 @@ def _references(root: ast.Node) -> _References:
             found.uses_default = True
         found.changes.extend(_node_changes(node))
     return found
+
+
+def _note_type(found: _References, node: ast.TypeName) -> None:
+    name = QualifiedName.from_list(node.names)
+    if name.schema != _SYSTEM_TYPE_SCHEMA:  # the parser's own names for SQL's types (`integer`...)
+        found.types.append(name.quoted() + ("[]" if node.arrayBounds else ""))
 
 
 def _note_operator(found: _References, name: tuple[object, ...] | list[object]) -> None:
@@ -353,6 +367,7 @@ def _executing(sql: str, text: str, node: ast.Node) -> PostgresStatement:
         functions=tuple(dict.fromkeys(found.functions)),
         operators=tuple(dict.fromkeys(found.operators)),
         relations=tuple(dict.fromkeys(found.relations)),
+        types=tuple(dict.fromkeys(found.types)),
         cursor_read=cursor_read,
         uses_default=uses_default or any(c.kind in (ChangeKind.UPSERT, ChangeKind.MERGE) for c in found.changes),
         counts_changed_rows=isinstance(node, _DML) and not any(isinstance(cte.ctequery, _DML) for cte in _ctes(node)),

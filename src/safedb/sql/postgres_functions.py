@@ -79,6 +79,7 @@ KNOWN_SAFE_VOLATILE = frozenset(
 )  # fmt: skip
 
 BUILTIN_SCHEMA = "pg_catalog"
+SYSTEM_SCHEMAS = frozenset({BUILTIN_SCHEMA, "information_schema"})
 _SAFE_VOLATILITY = frozenset({"i", "s"})
 
 
@@ -110,6 +111,13 @@ class CatalogFunction:
     """For a function a referenced view or policy depends on: that relation's name."""
     operator: bool = False
     """The row is an operator named in the statement (`name` is its symbol), judged by its function."""
+    extension: bool = False
+    """The function belongs to an installed extension: trusted by its label, as built-ins are."""
+
+    @classmethod
+    def from_stored_code(cls, schema: str, name: str, volatility: str, extension: bool) -> CatalogFunction:
+        """A function reached through stored code (`safedb.db.postgres.stored_code`)."""
+        return cls(schema, name, volatility, on_search_path=True, takes_one_argument=False, extension=extension)
 
 
 def is_side_effecting(name: str) -> bool:
@@ -157,6 +165,29 @@ def _candidates(ref: FunctionRef, catalog: Iterable[CatalogFunction]) -> list[Ca
 
 def _harmless(row: CatalogFunction) -> bool:
     return row.volatility in _SAFE_VOLATILITY or (row.schema == BUILTIN_SCHEMA and row.name in KNOWN_SAFE_VOLATILE)
+
+
+def trusted(row: CatalogFunction) -> bool:
+    """Built-ins, and functions an extension installed (by a superuser, or trusted by one), are taken at
+    their volatility label; a user-defined function's label is not enforced."""
+    return row.schema in SYSTEM_SCHEMAS or row.extension
+
+
+def undone_by_rollback(row: CatalogFunction) -> bool:
+    """True for a trusted function (`trusted`) whose effects, if any, a rollback undoes, so that a dry run
+    may call it."""
+    return trusted(row) and _harmless(row) and not is_side_effecting(row.name) and row.name not in FILE_FUNCTIONS
+
+
+def planning_may_run(row: CatalogFunction) -> bool:
+    """True when planning a statement that reaches `row` may run code a rollback does not undo. The planner
+    calls functions labelled immutable or stable (to fold constants and estimate selectivity), and inlines
+    SQL functions whatever their label, exposing what they call: so any untrusted function, and trusted
+    ones with effects that are labelled immutable or stable. Trusted volatile ones (`nextval`) run only when
+    the statement does."""
+    if not trusted(row):
+        return True
+    return row.volatility in _SAFE_VOLATILITY and not undone_by_rollback(row)
 
 
 def function_changes(refs: Iterable[FunctionRef], catalog: Iterable[CatalogFunction]) -> list[Change]:

@@ -72,14 +72,18 @@ class PostgresDatabase:
 
     async def classify(self, sql: str) -> Classification:
         statement = analyze_statement(sql)
-        if not (statement.functions or statement.operators or statement.relations):
+        if not (statement.functions or statement.operators or statement.relations or statement.types):
             return statement.classification
         seconds = self.limits.statement_timeout
         with _client_deadline(seconds):
             async with self._pools.reader() as connection, translated_errors(seconds), read_transaction(connection):
                 await set_statement_timeout(connection, seconds)
                 facts = await catalog.function_facts(
-                    connection, [ref.name for ref in statement.functions], statement.operators, statement.relations
+                    connection,
+                    [ref.name for ref in statement.functions],
+                    statement.operators,
+                    statement.relations,
+                    statement.types,
                 )
         return statement.with_changes(function_changes(statement.functions, facts))
 

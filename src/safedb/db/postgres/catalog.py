@@ -9,11 +9,13 @@ from psycopg import sql
 
 from safedb.db.backend import ColumnInfo
 from safedb.db.postgres.connections import Connection, quoted
+from safedb.db.postgres.stored_code import EXTENSION_MEMBER, PATTERNS, REACHED_CODE
 from safedb.sql.postgres_functions import CatalogFunction
 from safedb.sql.postgres_tree import QualifiedName
 
-# Functions by name (for calls and attribute notation), by operator (for user-defined operators), and the
-# functions that user views, their underlying views, and row-security policies depend on (pg_depend).
+# Functions by name (for calls and attribute notation), by operator (for user-defined operators), the
+# functions that user views, their underlying views, and row-security policies depend on (pg_depend), and
+# those the types the statement casts to run (a domain's checks, see `stored_code`).
 _FUNCTIONS_SQL = """
 WITH RECURSIVE
 start AS (
@@ -47,31 +49,48 @@ dependency_functions AS (
     UNION
     SELECT via, o.oprcode FROM dependencies JOIN pg_operator o ON o.oid = refobjid
     WHERE refclassid = 'pg_operator'::regclass
-)
+),
+seed_types(label, bucket, oid) AS (
+    SELECT to_regtype(name)::text, 'row', to_regtype(name)::oid FROM unnest(%(types)s::text[]) AS name
+    WHERE to_regtype(name) IS NOT NULL
+),
+seed_trees(label, bucket, tree) AS (SELECT NULL::text, NULL::text, NULL::text WHERE false),
+seed_functions(label, bucket, proc) AS (SELECT NULL::text, NULL::text, NULL::oid WHERE false),
+{reached_code}
 SELECT n.nspname, p.proname, {volatility}, true, p.pronargs >= 1 AND p.pronargs - p.pronargdefaults <= 1,
-       f.via, false
+       f.via, false, {extension}
 FROM dependency_functions f JOIN pg_proc p ON p.oid = f.proc JOIN pg_namespace n ON n.oid = p.pronamespace
 UNION ALL
+SELECT n.nspname, p.proname, {volatility}, true, false, f.label, false, {extension}
+FROM code_functions f JOIN pg_proc p ON p.oid = f.proc JOIN pg_namespace n ON n.oid = p.pronamespace
+WHERE f.bucket = 'row'
+UNION ALL
 SELECT n.nspname, p.proname, {volatility}, n.nspname = ANY(current_schemas(true)),
-       p.pronargs >= 1 AND p.pronargs - p.pronargdefaults <= 1, NULL, false
+       p.pronargs >= 1 AND p.pronargs - p.pronargdefaults <= 1, NULL, false, {extension}
 FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
 WHERE p.proname = ANY(%(functions)s::text[])
 UNION ALL
-SELECT n.nspname, o.oprname, {volatility}, n.nspname = ANY(current_schemas(true)), false, NULL, true
+SELECT n.nspname, o.oprname, {volatility}, n.nspname = ANY(current_schemas(true)), false, NULL, true, {extension}
 FROM pg_operator o JOIN pg_proc p ON p.oid = o.oprcode JOIN pg_namespace n ON n.oid = o.oprnamespace
 WHERE o.oprname = ANY(%(operators)s::text[])
 """.format(
+    reached_code=REACHED_CODE,
+    extension=EXTENSION_MEMBER,
     # An aggregate is recorded as immutable whatever it calls: it is as volatile as its support functions.
     volatility="""CASE WHEN p.prokind = 'a' THEN (
         SELECT CASE WHEN bool_or(s.provolatile = 'v') THEN 'v' WHEN bool_or(s.provolatile = 's') THEN 's' ELSE 'i' END
         FROM pg_aggregate a JOIN pg_proc s ON s.oid IN (a.aggtransfn, a.aggfinalfn, a.aggcombinefn, a.aggserialfn,
             a.aggdeserialfn, a.aggmtransfn, a.aggminvtransfn, a.aggmfinalfn)
-        WHERE a.aggfnoid = p.oid) ELSE p.provolatile::text END"""
+        WHERE a.aggfnoid = p.oid) ELSE p.provolatile::text END""",
 )
 
 
 async def function_facts(
-    connection: Connection, functions: Sequence[str], operators: Sequence[str], relations: Sequence[QualifiedName]
+    connection: Connection,
+    functions: Sequence[str],
+    operators: Sequence[str],
+    relations: Sequence[QualifiedName],
+    types: Sequence[str],
 ) -> list[CatalogFunction]:
     """One catalog query, inside the caller's (read-only) transaction."""
     cursor = await connection.execute(
@@ -80,11 +99,13 @@ async def function_facts(
             "functions": list(functions),
             "operators": list(operators),
             "relations": [relation.quoted() for relation in relations],
+            "types": list(types),
+            **PATTERNS,
         },
     )
     return [
-        CatalogFunction(schema, name, volatility, bool(on_path), bool(one_argument), via, bool(operator))
-        for schema, name, volatility, on_path, one_argument, via, operator in await cursor.fetchall()
+        CatalogFunction(schema, name, volatility, bool(on_path), bool(one_arg), via, bool(operator), bool(extension))
+        for schema, name, volatility, on_path, one_arg, via, operator, extension in await cursor.fetchall()
     ]
 
 

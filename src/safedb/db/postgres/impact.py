@@ -1,11 +1,13 @@
 """The impact preview: rows a data change would affect (a dry run that is rolled back), sizes for DDL.
 
 A dry run is only made when rolling it back undoes everything: plain INSERT/UPDATE/DELETE/MERGE on
-ordinary tables that call no user-defined function (directly, through an operator, a view or a
-policy), fire no user trigger or rule (on the target or on any table a foreign key cascades to), and,
-where column defaults are computed (rows written, rows a foreign key sets to default), draw no value
-from a sequence and call no user-defined function (a sequence never rolls back). Otherwise the
-planner's estimate is shown instead. Every query here runs within the preview time limit.
+ordinary tables with no user trigger, rule or row-level security (the targets, the tables whose foreign
+keys act on them, their children), where every function that runs is trusted (built in, or installed by
+an extension) and has no effect a rollback cannot undo (a sequence never rolls back). That covers the
+statement's own calls, and what PostgreSQL runs by itself: constraints, defaults, generated columns,
+indexes and domains (`stored_code`). Otherwise the planner's estimate is shown, unless planning itself may
+run an untrusted function (it folds and inlines functions): then neither. Every query here runs within
+the preview time limit.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from __future__ import annotations
 import json
 import logging
 from dataclasses import dataclass, replace
+from typing import NamedTuple
 
 import anyio
 import psycopg
@@ -27,8 +30,16 @@ from safedb.db.postgres.connections import (
     read_transaction,
     set_statement_timeout,
 )
+from safedb.db.postgres.stored_code import EXTENSION_MEMBER, PATTERNS, REACHED_CODE
 from safedb.sql.classification import ChangeKind, Classification, DatabaseObject, ObjectType
 from safedb.sql.postgres_classifier import PostgresStatement
+from safedb.sql.postgres_functions import (
+    SEQUENCE_FUNCTIONS,
+    CatalogFunction,
+    planning_may_run,
+    trusted,
+    undone_by_rollback,
+)
 from safedb.sql.postgres_utility import OWNED_OBJECTS, SESSION_ROLES
 
 logger = logging.getLogger(__name__)
@@ -42,8 +53,9 @@ _MEASURED_KINDS = frozenset(
 )  # fmt: skip
 _RELATION_TYPES = frozenset({ObjectType.TABLE, ObjectType.MATERIALIZED_VIEW, ObjectType.INDEX})
 
-_OBSTACLES_SQL = """
-WITH RECURSIVE
+# The tables a data change reaches: its targets, the tables whose foreign keys point at them (their keys'
+# actions change rows there), and the children of all of these (inheritance, partitions).
+_CLOSURE = """
 targets AS (
     SELECT to_regclass(name)::oid AS oid FROM unnest(%(targets)s::text[]) AS name WHERE to_regclass(name) IS NOT NULL
 ),
@@ -55,41 +67,53 @@ closure(oid) AS (
         UNION ALL
         SELECT i.inhrelid FROM pg_inherits i WHERE i.inhparent = closure.oid
     ) AS linked
-)
+)"""
+
+_OBSTACLES_SQL = f"""
+WITH RECURSIVE {_CLOSURE}
 SELECT c.oid::regclass::text, c.relkind::text, c.oid IN (SELECT oid FROM targets),
        EXISTS (SELECT 1 FROM pg_trigger t WHERE t.tgrelid = c.oid AND NOT t.tgisinternal),
        c.relhasrules,
-       EXISTS (SELECT 1 FROM pg_attribute a LEFT JOIN pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum
-               WHERE a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped
-                 AND (a.attidentity <> '' OR pg_get_expr(d.adbin, d.adrelid) ~ 'nextval\\('
-                      OR EXISTS (SELECT 1 FROM pg_depend dep WHERE dep.classid = 'pg_attrdef'::regclass
-                                 AND dep.objid = d.oid AND dep.refclassid = 'pg_proc'::regclass))),
+       c.relrowsecurity AND EXISTS (SELECT 1 FROM pg_policy p WHERE p.polrelid = c.oid),
+       EXISTS (SELECT 1 FROM pg_attribute a WHERE a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped
+               AND a.attidentity <> ''),
        EXISTS (SELECT 1 FROM pg_constraint con WHERE con.conrelid = c.oid AND con.contype = 'f'
-               AND 'd' IN (con.confdeltype, con.confupdtype)),
-       -- User-defined functions (or operators) run for each row written: in CHECK and exclusion constraints, the
-       -- checks of its columns' domains, generated columns, and index expressions and predicates.
-       EXISTS (SELECT 1 FROM pg_depend dep
-               JOIN pg_proc p ON p.oid = CASE dep.refclassid
-                   WHEN 'pg_proc'::regclass THEN dep.refobjid
-                   ELSE (SELECT o.oprcode FROM pg_operator o WHERE o.oid = dep.refobjid) END
-               JOIN pg_namespace n ON n.oid = p.pronamespace
-               WHERE dep.refclassid IN ('pg_proc'::regclass, 'pg_operator'::regclass)
-                 AND n.nspname NOT IN ('pg_catalog', 'information_schema')
-                 AND ((dep.classid = 'pg_constraint'::regclass AND dep.objid IN (
-                          SELECT con.oid FROM pg_constraint con WHERE con.conrelid = c.oid
-                          UNION ALL
-                          SELECT con.oid FROM pg_attribute a JOIN pg_type ty ON ty.oid = a.atttypid
-                          JOIN pg_constraint con ON con.contypid IN (ty.oid, ty.typbasetype, ty.typelem)
-                          WHERE a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped))
-                      OR (dep.classid = 'pg_class'::regclass
-                          AND dep.objid IN (SELECT i.indexrelid FROM pg_index i WHERE i.indrelid = c.oid))
-                      OR (dep.classid = 'pg_attrdef'::regclass AND dep.objid IN (
-                          SELECT d.oid FROM pg_attrdef d JOIN pg_attribute a ON a.attrelid = d.adrelid
-                              AND a.attnum = d.adnum
-                          WHERE d.adrelid = c.oid AND a.attgenerated <> ''))))
+               AND 'd' IN (con.confdeltype, con.confupdtype))
 FROM closure JOIN pg_class c ON c.oid = closure.oid
 """
-_SYSTEM_SCHEMAS = frozenset({"pg_catalog", "information_schema"})
+
+# The functions PostgreSQL runs for the reached tables (see `stored_code`): for each row written ('row':
+# CHECK and exclusion constraints, generated columns, index expressions and predicates, row-security
+# policies, the domains of the columns), and where a column takes its default ('default').
+_TABLE_CODE_SQL = f"""
+WITH RECURSIVE {_CLOSURE},
+seed_trees(label, bucket, tree) AS (
+    SELECT con.conrelid::regclass::text, 'row', con.conbin::text FROM pg_constraint con
+    JOIN closure ON closure.oid = con.conrelid WHERE con.conbin IS NOT NULL
+    UNION ALL
+    SELECT d.adrelid::regclass::text, CASE WHEN a.attgenerated <> '' THEN 'row' ELSE 'default' END, d.adbin::text
+    FROM pg_attrdef d JOIN closure ON closure.oid = d.adrelid
+    JOIN pg_attribute a ON a.attrelid = d.adrelid AND a.attnum = d.adnum
+    UNION ALL
+    SELECT i.indrelid::regclass::text, 'row', e.tree FROM pg_index i JOIN closure ON closure.oid = i.indrelid
+    CROSS JOIN LATERAL unnest(ARRAY[i.indexprs::text, i.indpred::text]) AS e(tree) WHERE e.tree IS NOT NULL
+    UNION ALL
+    SELECT p.polrelid::regclass::text, 'row', e.tree FROM pg_policy p JOIN closure ON closure.oid = p.polrelid
+    CROSS JOIN LATERAL unnest(ARRAY[p.polqual::text, p.polwithcheck::text]) AS e(tree) WHERE e.tree IS NOT NULL
+),
+seed_types(label, bucket, oid) AS (
+    SELECT a.attrelid::regclass::text, 'row', a.atttypid FROM pg_attribute a JOIN closure ON closure.oid = a.attrelid
+    WHERE a.attnum > 0 AND NOT a.attisdropped
+),
+seed_functions(label, bucket, proc) AS (
+    SELECT con.conrelid::regclass::text, 'row', o.oprcode::oid FROM pg_constraint con
+    JOIN closure ON closure.oid = con.conrelid
+    CROSS JOIN LATERAL unnest(con.conexclop) AS x(op) JOIN pg_operator o ON o.oid = x.op
+),
+{REACHED_CODE}
+SELECT DISTINCT f.label, f.bucket, n.nspname, p.proname, p.provolatile::text, {EXTENSION_MEMBER}
+FROM code_functions f JOIN pg_proc p ON p.oid = f.proc JOIN pg_namespace n ON n.oid = p.pronamespace
+"""
 
 # Tables a foreign key carries the change to. Deletes travel on through ON DELETE CASCADE; updates of a
 # key through ON UPDATE CASCADE (whether the statement changes a key is not known: "may"); TRUNCATE ...
@@ -175,6 +199,8 @@ _NAMES_SHOWN = 10
 class _Obstacle:
     relation: str
     reason: str
+    blocks_planning: bool = False
+    """Planning the statement may run code a rollback does not undo, so not even `EXPLAIN` is made."""
 
 
 async def measure_impact(
@@ -218,46 +244,81 @@ def _quoted(target: DatabaseObject) -> str:
     return ".".join('"' + part.replace('"', '""') + '"' for part in parts)
 
 
+class _Reached(NamedTuple):
+    """A table a data change reaches, as `_OBSTACLES_SQL` describes it."""
+
+    name: str
+    kind: str
+    is_target: bool
+    triggers: bool
+    rules: bool
+    row_security: bool
+    identity: bool
+    sets_defaults: bool
+    """A foreign key of this table sets rows to their defaults (ON DELETE/UPDATE SET DEFAULT)."""
+
+
 async def _obstacles(
     connection: Connection, statement: PostgresStatement, classification: Classification
 ) -> list[_Obstacle]:
     found: list[_Obstacle] = []
-    cursor = await connection.execute(_OBSTACLES_SQL, {"targets": _quoted_targets(classification)})
+    targets = {"targets": _quoted_targets(classification)}
+    cursor = await connection.execute(_OBSTACLES_SQL, targets)
+    reached = [_Reached(*row) for row in await cursor.fetchall()]
+    for table in reached:
+        if table.kind not in ("r", "p"):
+            found.append(_Obstacle(table.name, "it is not an ordinary table"))
+        if table.triggers:
+            found.append(_Obstacle(table.name, "it has triggers"))
+        if table.rules:
+            found.append(_Obstacle(table.name, "it has rules"))
+        if table.row_security:
+            # Its policies may read views, whose functions the scan of stored code below does not follow.
+            found.append(_Obstacle(table.name, "it has row-level security policies", blocks_planning=True))
+    # Rows are written by the statement (a DELETE writes none) and by foreign keys' actions; defaults are
+    # computed for the statement's own rows, and for rows a foreign key sets to default.
     writes_rows = bool(set(classification.kinds) - {ChangeKind.DELETE})
-    rows = await cursor.fetchall()
-    for name, kind, is_target, triggers, rules, volatile_defaults, sets_defaults, runs_user_code in rows:
-        if is_target and kind not in ("r", "p"):
-            found.append(_Obstacle(name, "it is not an ordinary table"))
-        if triggers:
-            found.append(_Obstacle(name, "it has triggers"))
-        # A referencing table's rows may be written by its foreign key's action (SET NULL, SET DEFAULT...).
-        if runs_user_code and (writes_rows or not is_target):
+    writing = {table.name for table in reached if writes_rows or not table.is_target}
+    defaulting = {t.name for t in reached if t.sets_defaults or (t.is_target and statement.uses_default)}
+    for table in reached:
+        if table.identity and table.name in defaulting:
             found.append(
-                _Obstacle(
-                    name,
-                    "its constraints, generated columns or indexes call a user-defined function for each row "
-                    "written, which a rollback may not undo",
-                )
+                _Obstacle(table.name, "an identity column draws from a sequence, which a rollback does not undo")
             )
-        if rules:
-            found.append(_Obstacle(name, "it has rules"))
-        # Defaults are computed for the statement's own rows, and for rows a foreign key sets to default.
-        if volatile_defaults and ((is_target and statement.uses_default) or sets_defaults):
-            found.append(
-                _Obstacle(
-                    name,
-                    "a column default draws from a sequence or calls a user-defined function, which a rollback "
-                    "may not undo",
-                )
-            )
-    # A function's volatility label is not enforced: a `STABLE` one may still advance a sequence.
+    cursor = await connection.execute(_TABLE_CODE_SQL, {**targets, **PATTERNS})
+    for name, bucket, schema, function_name, volatility, extension in await cursor.fetchall():
+        function = CatalogFunction.from_stored_code(schema, function_name, volatility, extension)
+        if undone_by_rollback(function):
+            continue
+        planning = planning_may_run(function)
+        if bucket == "default" and name in defaulting:
+            found.append(_Obstacle(name, f"a column default calls {_described(function)}", planning))
+        elif bucket == "row" and name in writing:
+            place = "its constraints, generated columns, indexes or column types call"
+            found.append(_Obstacle(name, f"{place} {_described(function)} for each row written", planning))
+        elif planning:
+            # Not run by this statement, but planning it may fold or inline the function.
+            found.append(_Obstacle(name, f"planning may call {_described(function)}", planning))
     functions = await catalog.function_facts(
-        connection, [ref.name for ref in statement.functions], statement.operators, statement.relations
+        connection,
+        [ref.name for ref in statement.functions],
+        statement.operators,
+        statement.relations,
+        statement.types,
     )
     for function in functions:
-        if function.schema not in _SYSTEM_SCHEMAS:
-            found.append(_Obstacle(function.name, "a user-defined function, which a rollback may not undo"))
+        if not undone_by_rollback(function):
+            via = f" (through {function.via})" if function.via else ""
+            found.append(_Obstacle(function.name, f"{_described(function)}{via}", planning_may_run(function)))
     return found
+
+
+def _described(function: CatalogFunction) -> str:
+    if not trusted(function):
+        return f"the user-defined function {function.name}, which a rollback may not undo"
+    if function.name in SEQUENCE_FUNCTIONS:
+        return f"{function.name}(), which moves a sequence; a rollback does not undo that"
+    return f"{function.name}(), whose effects a rollback does not undo"
 
 
 async def _data_impact(
@@ -270,6 +331,9 @@ async def _data_impact(
     verbs = ", ".join(str(kind) for kind in classification.kinds)
     if obstacles:
         reasons = "; ".join(f"{o.relation}: {o.reason}" for o in obstacles)
+        if any(o.blocks_planning for o in obstacles):
+            line = f"Impact preview: no dry run and no planner's estimate ({verbs}; {reasons})."
+            return Impact(lines=(line,))
         estimate = await _planner_estimate(pools, statement, seconds)
         about = f"about {wording.rows(estimate)}" if estimate is not None else "an unknown number of rows"
         line = (
