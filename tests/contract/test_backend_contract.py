@@ -121,6 +121,14 @@ async def test_returning_rows_come_back(backend: Backend) -> None:
     assert backend.query("SELECT id FROM items WHERE qty = 100 ORDER BY id") == [(4,), (5,)]
 
 
+async def test_a_schema_change_returns_no_rows(backend: Backend) -> None:
+    """SQLite checks the existing rows against a new column's CHECK with a query of its own, whose column
+    the statement seems to return."""
+    database = backend.database()
+    outcome = await database.write(await database.classify("ALTER TABLE items ADD COLUMN note TEXT CHECK (note <> '')"))
+    assert outcome.returned is None
+
+
 @pytest.mark.parametrize(
     "sql", ["UPDATE items SET qty = 0 WHERE id > 27", "DELETE FROM items WHERE id > 27 RETURNING id, label"]
 )

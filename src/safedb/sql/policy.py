@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import parse_qsl, unquote, urlsplit
@@ -14,6 +15,11 @@ _IN_MEMORY_NAMES = frozenset({"", ":memory:"})
 # SQLite functions that hand out or take in addresses of native code: `fts3_tokenizer(name, pointer)` makes
 # SQLite call whatever the pointer points to, as dangerous as loading an extension.
 _NATIVE_POINTER_FUNCTIONS = frozenset({"fts3_tokenizer"})
+# In a `file:` URI, text that SQLite and Python's URL parsing read differently: control characters (Python
+# drops tabs and newlines, SQLite keeps them) and `%00` or other escaped control characters (SQLite ends
+# the name or value at `%00`, Python reads on). Either could make a file on disk look like an in-memory
+# database here.
+_AMBIGUOUS_URI_TEXT = re.compile(r"[\x00-\x1f\x7f]|%(?:[01][0-9a-fA-F]|7[fF])")
 
 
 @dataclass(frozen=True)
@@ -33,8 +39,16 @@ class DenyList:
                     f"{change.target.name}() passes native code addresses, which can crash the server or run "
                     "arbitrary code; it is never allowed. Nothing was run."
                 )
-            if change.target.type is ObjectType.FILE and not self._file_allowed(change.target.name):
-                verb = "VACUUM INTO" if change.kind is ChangeKind.VACUUM else "ATTACH"
+            if change.target.type is not ObjectType.FILE:
+                continue
+            verb = "VACUUM INTO" if change.kind is ChangeKind.VACUUM else "ATTACH"
+            if _is_ambiguous_uri(change.target.name):
+                raise DeniedByPolicy(
+                    f"{verb} {change.target.name!r} is not allowed: the URI holds control characters or escaped "
+                    "ones (such as %00), which SQLite reads differently, so SafeDB cannot tell which file it "
+                    "opens. Nothing was run."
+                )
+            if not self._file_allowed(change.target.name):
                 raise DeniedByPolicy(
                     f"{verb} {change.target.name!r} is not allowed: the file is outside the paths this server "
                     "may write to (see the allowed paths setting). Nothing was run."
@@ -59,6 +73,10 @@ def file_path(name: str) -> Path | None:
         return None
     # As the operating system will: each symbolic link first, then the `..` after it.
     return Path(os.path.realpath(name))
+
+
+def _is_ambiguous_uri(name: str) -> bool:
+    return name.startswith("file:") and _AMBIGUOUS_URI_TEXT.search(name) is not None
 
 
 def _is_memory_uri(name: str) -> bool:

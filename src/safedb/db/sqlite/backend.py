@@ -32,7 +32,7 @@ from safedb.db.sqlite.inspector import SchemaFacts, inspect_statement, schema_fa
 from safedb.db.sqlite.known_statements import KnownStatements
 from safedb.errors import QueryFailed, QueryTimeout, RowCountChanged
 from safedb.inline_work import INLINE_BUDGET, RecentDuration
-from safedb.sql.classification import ChangeKind, Classification, ObjectType
+from safedb.sql.classification import ChangeCategory, ChangeKind, Classification, ObjectType
 from safedb.sql.policy import file_path
 from safedb.sql.sqlite_actions import (
     Action,
@@ -282,7 +282,10 @@ class SqliteDatabase:
             connection.set_authorizer(approved_only(approved, shadow_table_names(connection)))
             cursor = connection.execute(approved.statement)
             connection.set_authorizer(None)
-            columns = [column[0] for column in cursor.description or ()]
+            # Schema changes return no rows, though SQLite may show the columns of a query it runs inside
+            # one (ALTER TABLE ... ADD COLUMN ... CHECK checks the existing rows with one).
+            returns_rows = not all(kind.category is ChangeCategory.SCHEMA for kind in approved.kinds)
+            columns = [column[0] for column in cursor.description or ()] if returns_rows else []
             returned = fetch_capped(cursor, columns, self.limits) if columns else None
             cursor.fetchall()  # finish the statement even when RETURNING rows were capped
             # Only data changes have a count to hold to, and they always run in a transaction.

@@ -213,4 +213,14 @@ def _connect(target: str, *, uri: bool, busy_timeout: float) -> sqlite3.Connecti
         raise DatabaseOpenError(f"Cannot open the database: {exc}") from exc
     connection.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, MAX_VALUE_BYTES)
     connection.execute(f"PRAGMA hard_heap_limit = {MAX_SQLITE_HEAP_BYTES}")
+    # `fts3_tokenizer(name, pointer)` makes SQLite call whatever native address it is given, and what it
+    # registers outlives a rollback. The deny list refuses it in statements, but a call stored in the schema
+    # (a CHECK constraint, a default, an index expression) runs unseen by the authorizer, even in a dry
+    # run: so on every connection the function is replaced by one that refuses.
+    for arguments in (1, 2):
+        connection.create_function("fts3_tokenizer", arguments, _refuse_native_pointers)
     return connection
+
+
+def _refuse_native_pointers(*_: object) -> None:
+    raise sqlite3.OperationalError("fts3_tokenizer() is disabled: it passes native code addresses")
