@@ -35,6 +35,23 @@ async def test_the_engine_refuses_writes_on_the_read_path_even_when_misclassifie
     assert pg.rows("SELECT last_value, is_called FROM tickets") == [(1, False)]
 
 
+async def test_dates_and_times_python_cannot_hold_come_back_as_postgresqls_text(pg: PgDatabase) -> None:
+    database = pg.open()
+    try:
+        result = await database.read(
+            await database.classify(
+                "SELECT 'infinity'::date, '-infinity'::timestamptz, '10000-01-01'::timestamp, "
+                "'0044-03-15 BC'::date, '24:00:00'::time, '2024-02-29'::date"
+            )
+        )
+    finally:
+        await database.aclose()
+
+    assert result.rows == (
+        ("infinity", "-infinity", "10000-01-01 00:00:00", "0044-03-15 BC", "24:00:00", "2024-02-29"),
+    )
+
+
 async def test_a_read_leaves_nothing_behind_even_when_a_function_it_calls_has_side_effects(pg: PgDatabase) -> None:
     """A STABLE label is not enforced: this function locks, changes a setting and notifies. The read's
     transaction rolls back (no setting, no notification) and its connection releases session locks."""

@@ -24,7 +24,9 @@ from typing import Any
 
 import psycopg
 from psycopg import AsyncConnection, sql
+from psycopg.abc import Buffer, Loader
 from psycopg.conninfo import conninfo_to_dict
+from psycopg.types import datetime as datetime_types
 from psycopg.types.string import TextLoader
 from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
@@ -88,6 +90,27 @@ async def _reader_search_path(reader_dsn: str) -> str:
     return _USER_SCHEMA.sub(lambda _: '"' + user.replace('"', '""') + '"', search_path)
 
 
+_TIME_LOADERS: dict[str, type[Loader]] = {
+    "date": datetime_types.DateLoader,
+    "time": datetime_types.TimeLoader,
+    "timetz": datetime_types.TimetzLoader,
+    "timestamp": datetime_types.TimestampLoader,
+    "timestamptz": datetime_types.TimestamptzLoader,
+    "interval": datetime_types.IntervalLoader,
+}
+
+
+def _text_when_out_of_range(base: type[Loader]) -> type[Loader]:
+    class TextWhenOutOfRange(base):  # type: ignore[valid-type,misc]
+        def load(self, data: Buffer) -> Any:
+            try:
+                return super().load(data)
+            except psycopg.DataError:
+                return bytes(data).decode()
+
+    return TextWhenOutOfRange
+
+
 def _pool(
     dsn: str, size: int, name: str, settings: Mapping[str, str], *, reader: bool
 ) -> AsyncConnectionPool[Connection]:
@@ -96,9 +119,12 @@ def _pool(
             await connection.execute("SELECT set_config(%s, %s, false)", (setting, value))
 
     async def configure(connection: Connection) -> None:
-        """JSON comes back as the server's own text, not as Python objects; readers only read."""
+        """JSON comes back as the server's own text, not as Python objects, and so do dates and times Python
+        cannot hold (`infinity`, BC, past 9999); readers only read."""
         for type_name in ("json", "jsonb"):
             connection.adapters.register_loader(type_name, TextLoader)
+        for type_name, loader in _TIME_LOADERS.items():
+            connection.adapters.register_loader(type_name, _text_when_out_of_range(loader))
         await apply_settings(connection)
         if reader:
             await connection.execute("SET default_transaction_read_only = on")
