@@ -182,6 +182,19 @@ async def test_approved_statements_outside_a_transaction_block_run(pg: PgDatabas
     )
 
 
+async def test_a_failure_outside_a_transaction_block_says_that_part_of_the_work_may_remain(pg: PgDatabase) -> None:
+    pg.run_as_owner("CREATE TABLE twins (v integer)", "INSERT INTO twins VALUES (1), (1)")
+    database = pg.open()
+    try:
+        classification = await database.classify("CREATE UNIQUE INDEX CONCURRENTLY twins_v ON twins (v)")
+        with pytest.raises(QueryFailed, match="outside a transaction block, so there was no rollback"):
+            await database.write(classification)
+    finally:
+        await database.aclose()
+    # What PostgreSQL leaves behind, as the message says.
+    assert pg.rows("SELECT indisvalid FROM pg_index WHERE indexrelid = 'twins_v'::regclass") == [(False,)]
+
+
 async def test_an_approved_statement_runs_exactly_as_written_after_non_ascii_text(pg: PgDatabase) -> None:
     """Sliced as bytes, this statement ran as `... OR id > 1` and deleted row 2."""
     database = pg.open()

@@ -34,7 +34,7 @@ from safedb.db.postgres.connections import (
 from safedb.db.postgres.impact import measure_impact
 from safedb.db.postgres.results import fetch_capped, pg_value
 from safedb.db.results import CappedRows
-from safedb.errors import QueryTimeout, RowCountChanged
+from safedb.errors import QueryFailed, QueryTimeout, RowCountChanged
 from safedb.sql.classification import Classification
 from safedb.sql.postgres_classifier import PostgresStatement, analyze_statement
 from safedb.sql.postgres_functions import function_changes
@@ -129,14 +129,19 @@ class PostgresDatabase:
     async def write(self, approved: Classification, approved_rows: int | None = None) -> WriteOutcome:
         statement = analyze_statement(approved.statement)
         seconds = self.limits.statement_timeout
-        with _client_deadline(seconds):
-            async with self._pools.writer() as connection, translated_errors(seconds):
-                if not statement.in_transaction:
-                    await set_statement_timeout(connection, seconds, local=False)
-                    return await self._run(connection, statement, None)
-                async with connection.transaction():  # rolls back when `_run` raises
+        if statement.in_transaction:
+            with _client_deadline(seconds):
+                # The transaction rolls back when `_run` raises.
+                async with self._pools.writer() as connection, translated_errors(seconds), connection.transaction():
                     await set_statement_timeout(connection, seconds)
                     return await self._run(connection, statement, approved_rows)
+        try:
+            with _client_deadline(seconds):
+                async with self._pools.writer() as connection, translated_errors(seconds):
+                    await set_statement_timeout(connection, seconds, local=False)
+                    return await self._run(connection, statement, None)
+        except QueryFailed as exc:
+            raise QueryFailed(f"{exc} {_NOT_ROLLED_BACK}") from exc
 
     async def _run(
         self, connection: Connection, statement: PostgresStatement, approved_rows: int | None
@@ -181,6 +186,12 @@ class PostgresDatabase:
 
     async def aclose(self) -> None:
         await self._pools.close()
+
+
+_NOT_ROLLED_BACK = (
+    "PostgreSQL runs this statement outside a transaction block, so there was no rollback: part of its work "
+    "may remain (a failed CREATE INDEX CONCURRENTLY leaves an invalid index behind, which DROP INDEX removes)."
+)
 
 
 @contextmanager
