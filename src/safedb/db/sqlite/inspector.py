@@ -75,6 +75,11 @@ def inspect_statement(connection: sqlite3.Connection, sql: str, schema: SchemaFa
         EmptyStatement, MultipleStatements, TransactionControl, InvalidStatement; sqlite3.Error when
         the database is locked or the connection's time limit passed.
     """
+    if sql.startswith("\ufeff"):
+        raise InvalidStatement(
+            "The statement starts with a byte order mark (U+FEFF), which SQLite cannot read. Nothing was run; "
+            "send it without one."
+        )
     keyword = leading_keyword(sql)
     if keyword is None:
         raise EmptyStatement
