@@ -129,6 +129,12 @@ def build_server() -> MCPServer:
         schema = {"type": "object", "properties": {"api_key": {"type": "string", "title": "API key"}}}
         return await _ask_forms(ctx, {"secret": ("Paste your API key", schema)})
 
+    async def ask_for(
+        requested_schema: dict[str, Any], ctx: Context[Any, Any], message: str = "Please answer"
+    ) -> CallToolResult | InputRequiredResult:
+        """Ask for one form with exactly the given requested schema."""
+        return await _ask_forms(ctx, {"form": (message, requested_schema)})
+
     async def ask_url(ctx: Context[Any, Any]) -> CallToolResult | InputRequiredResult:
         """Send the person to a web page (URL mode)."""
         url = "https://example.com/approve?request=42"
@@ -184,6 +190,7 @@ def build_server() -> MCPServer:
         ask_three,
         ask_without_words,
         ask_secret,
+        ask_for,
         ask_url,
         needs_authorization,
         ask_then_exit,

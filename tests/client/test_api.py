@@ -20,11 +20,23 @@ def mode(request: pytest.FixtureRequest) -> str:
     return str(request.param)
 
 
-async def call(url: str, mode: str, tool: str, answer: Any, on_url: Any = None) -> Any:
+async def call(
+    url: str, mode: str, tool: str, answer: Any, on_url: Any = None, arguments: dict[str, Any] | None = None
+) -> Any:
     async with Client(url, mode=mode, elicitation_callback=elicitation_handler(answer, on_url)) as client:
         with anyio.fail_after(30):
-            result = await client.call_tool(tool, {})
+            result = await client.call_tool(tool, arguments or {})
     return result.structured_content
+
+
+CONSTRAINED = {
+    "type": "object",
+    "properties": {
+        "level": {"type": "integer", "enum": [1, 2, 3]},
+        "zip": {"type": "string", "pattern": "^[0-9]{5}$"},
+    },
+    "required": ["level"],
+}
 
 
 async def test_a_dict_answer_is_sent(server_url: str, mode: str) -> None:
@@ -62,3 +74,18 @@ async def test_a_url_answer_of_the_wrong_type_is_not_sent_but_cancelled(
         sent = await call(server_url, mode, "ask_url", answer, on_url)
     assert sent == {"page": {"action": "cancel"}}
     assert "the program answered {'done': True}" in caplog.text
+
+
+@pytest.mark.parametrize(
+    ("content", "problem"), [({"level": 7}, "must be one of 1, 2, 3"), ({"level": 1, "zip": "abc"}, "pattern")]
+)
+async def test_a_dict_answer_the_schema_forbids_is_not_sent_but_cancelled(
+    server_url: str, mode: str, caplog: pytest.LogCaptureFixture, content: dict[str, Any], problem: str
+) -> None:
+    async def answer(question: FormQuestion) -> object:
+        return content
+
+    with caplog.at_level(logging.WARNING, logger="safedb.client.api"):
+        sent = await call(server_url, mode, "ask_for", answer, arguments={"requested_schema": CONSTRAINED})
+    assert sent == {"form": {"action": "cancel"}}
+    assert problem in caplog.text

@@ -78,6 +78,37 @@ def test_rule_answers_that_do_not_fit_are_never_sent(tmp_path: Path, server_url:
     assert "pineapple" in result.stderr
 
 
+CONSTRAINED = {
+    "type": "object",
+    "properties": {
+        "level": {"type": "integer", "enum": [1, 2, 3]},
+        "zip": {"type": "string", "pattern": "^[0-9]{5}$"},
+        "price": {"type": "number", "exclusiveMinimum": 0},
+    },
+    "required": ["level", "zip", "price"],
+}
+
+
+@pytest.mark.parametrize("era", ERAS)
+@pytest.mark.parametrize(
+    ("content", "problem"),
+    [
+        ({"level": 7, "zip": "12345", "price": 1}, "must be one of 1, 2, 3"),
+        ({"level": 1, "zip": "abc", "price": 1}, "must match the pattern"),
+        ({"level": 1, "zip": "12345", "price": 0}, "greater than 0"),
+    ],
+)
+def test_rule_answers_the_schemas_constraints_forbid_are_never_sent(
+    tmp_path: Path, server_url: str, era: str, content: dict[str, Any], problem: str
+) -> None:
+    rules = answers_file(tmp_path, {"rules": [{"action": "accept", "content": content}]})
+    schema = json.dumps(CONSTRAINED)
+    result = safedb("call", "--era", era, "--answers", rules, server_url, "ask_for", f"requested_schema:={schema}")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "form: cancel"
+    assert problem in result.stderr
+
+
 @pytest.mark.parametrize("era", ERAS)
 def test_decline_all_and_the_default_decline(tmp_path: Path, server_url: str, era: str) -> None:
     declined = safedb("call", "--era", era, "--decline-all", server_url, "ask_three")

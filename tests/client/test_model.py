@@ -101,3 +101,37 @@ def test_model_accepts_exactly_what_json_schema_accepts(content: dict[str, Any])
     except ValidationError:
         model_says = False
     assert model_says == schema_says, content
+
+
+_CONSTRAINED = {
+    "type": "object",
+    "properties": {
+        "level": {"type": "integer", "enum": [1, 2, 3]},
+        "code": {"type": "string", "pattern": "^[a-c]{2,3}$"},
+        "price": {"type": "number", "exclusiveMinimum": 0, "exclusiveMaximum": 10, "multipleOf": 0.5},
+        "agree": {"type": "boolean", "const": True},
+        "tags": {"type": "array", "items": {"type": "string", "enum": ["a", "b", "c"]}, "uniqueItems": True},
+    },
+    "additionalProperties": False,
+}
+_CONSTRAINED_MODEL = schema_to_model(_CONSTRAINED)
+_CONSTRAINED_VALUES = st.one_of(
+    st.booleans(),
+    st.integers(-2, 12),
+    st.integers(-4, 24).map(lambda halves: halves / 2),
+    st.floats(-1, 11, allow_nan=False),
+    st.text(alphabet="abcd", max_size=4),  # no line breaks: there the client is stricter than Python's re
+    st.lists(st.sampled_from(["a", "b", "c", "x"]), max_size=4),
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.dictionaries(st.sampled_from(list(_CONSTRAINED["properties"])), _CONSTRAINED_VALUES))
+def test_model_checks_patterns_enums_bounds_and_steps_as_json_schema_does(content: dict[str, Any]) -> None:
+    schema_says = jsonschema.Draft202012Validator(_CONSTRAINED).is_valid(content)
+    try:
+        _CONSTRAINED_MODEL.model_validate(content)
+        model_says = True
+    except ValidationError:
+        model_says = False
+    assert model_says == schema_says, content

@@ -12,7 +12,7 @@ from safedb.client.fields import Choice, Default, FieldKind, InvalidValue, Strin
 from safedb.client.filling import FieldQuestion, fill_form
 from safedb.client.model import InvalidAnswer, validate_content
 from safedb.client.schema import UnsupportedSchema, parse_requested_schema
-from safedb.client.text_input import Skipped, hint, numbered, parse_text
+from safedb.client.text_input import Skipped, hint, numbered, parse_text, value_text
 from tests.client.feature_server import EVERY_FEATURE_SCHEMA
 
 pytestmark = pytest.mark.anyio
@@ -152,6 +152,48 @@ def test_choices_that_are_numbers_are_not_numbered_and_typed_numbers_mean_them(
     assert parse_text(field, typed) == value
     with pytest.raises(InvalidValue, match=re.escape(f"'3' is not one of the options ({options})")):
         parse_text(field, "3")  # no longer item 3 of the list
+
+
+@pytest.mark.parametrize(
+    ("options", "typed"),
+    [
+        (["5", "10", "20"], "1"),  # not numbered: "1" is the value or label 1, which no option is
+        (["7 days", "30 days"], "7"),  # numbered: "7" is item 7, which does not exist
+    ],
+)
+def test_a_typed_number_is_never_read_as_the_start_of_an_option(options: list[str], typed: str) -> None:
+    field = parse_requested_schema({"type": "object", "properties": {"x": {"type": "string", "enum": options}}})
+    with pytest.raises(InvalidValue, match="not one of the options"):
+        parse_text(field.fields[0], typed)
+    assert parse_text(field.fields[0], options[0]) == options[0]
+
+
+def multi_select(options: list[str], **spec: Any) -> Any:
+    schema = {"type": "array", "items": {"type": "string", "enum": options}, **spec}
+    return parse_requested_schema({"type": "object", "properties": {"x": schema}, "required": ["x"]}).fields[0]
+
+
+def test_a_dash_chooses_nothing_when_the_schema_allows_it() -> None:
+    field = multi_select(["a", "b"])
+    assert parse_text(field, " - ") == []
+    assert value_text(field, []) == "-"  # an empty selection kept when the form is edited
+    assert "- for none" in hint(field)
+    at_least_one = multi_select(["a", "b"], minItems=1)
+    assert "for none" not in hint(at_least_one)
+    with pytest.raises(InvalidValue, match="at least 1 item"):
+        parse_text(at_least_one, "-")
+    assert parse_text(multi_select(["-", "a"]), "-") == ["-"]  # an option spelled "-" is still chosen by it
+
+
+def test_choices_with_commas_are_typed_and_prefilled_in_quotes() -> None:
+    field = multi_select(["Smith, John", "Doe", 'Say "hi"', '"Quoted"'])
+    chosen = ["Smith, John", "Doe", '"Quoted"']
+    assert value_text(field, chosen) == '"Smith, John", Doe, """Quoted"""'
+    assert parse_text(field, value_text(field, chosen)) == chosen
+    assert parse_text(field, 'Say "hi", "Smith, John"') == ['Say "hi"', "Smith, John"]
+    assert "double quotes" in hint(field)
+    with pytest.raises(InvalidValue, match="double quotes"):
+        parse_text(field, '"Smith, John')
 
 
 def test_empty_text_skips_an_optional_field_and_refuses_a_required_one() -> None:

@@ -10,6 +10,7 @@ import io
 import re
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
+from typing import Any
 
 import anyio
 import pytest
@@ -254,3 +255,67 @@ async def test_url_elicitation_required_is_answered_then_the_call_retried(server
     assert opened == ["https://example.com/auth"]
     assert completions == ["auth-7"]
     assert "Host: example.com" in screen.getvalue()
+
+
+async def ask_for(url: str, era: str, keys: str, schema: dict[str, Any]) -> tuple[Any, str]:
+    """Answer one form of the given schema with these keys; the content the server received, and the screen."""
+    with terminal(keys) as screen:
+        async with connected(url, era, TerminalAnswerer()) as connection:
+            with anyio.fail_after(30):
+                result = await connection.call_tool("ask_for", {"requested_schema": schema})
+    return result.structured_content, screen.getvalue()
+
+
+async def test_enums_patterns_bounds_steps_and_consts_are_checked_before_sending(server_url: str, era: str) -> None:
+    schema = {
+        "type": "object",
+        "properties": {
+            "level": {"type": "integer", "enum": [1, 2, 3]},
+            "zip": {"type": "string", "pattern": "^[0-9]{5}$"},
+            "price": {"type": "number", "exclusiveMinimum": 0, "multipleOf": 0.5},
+            "agree": {"type": "boolean", "const": True},
+        },
+        "required": ["level", "zip", "price", "agree"],
+    }
+    keys = lines("a", "7", "2", "abc", "12345", "0", "0.3", "2.5", "no", "yes", "s")
+    sent, shown = await ask_for(server_url, era, keys, schema)
+    assert sent == {"form": {"action": "accept", "content": {"level": 2, "zip": "12345", "price": 2.5, "agree": True}}}
+    for reason in ("must be one of 1, 2, 3", "must match the pattern ^[0-9]{5}$", "greater than 0",
+                   "must be a multiple of 0.5", "must be true"):  # fmt: skip
+        assert reason in shown
+    assert "(whole number, one of 1, 2, 3, required)" in shown
+
+
+async def test_multi_selects_take_no_choice_and_choices_with_commas_and_numbers_mean_values(
+    server_url: str, era: str
+) -> None:
+    schema = {
+        "type": "object",
+        "properties": {
+            "tags": {"type": "array", "items": {"type": "string", "enum": ["red", "green"]}},
+            "authors": {
+                "type": "array",
+                "items": {"type": "string", "enum": ["Smith, John", "Doe, Jane", "Roe"]},
+                "default": ["Smith, John", "Roe"],
+            },
+            "size": {"type": "string", "enum": ["5", "10", "20"]},
+        },
+        "required": ["tags", "authors", "size"],
+    }
+    keys = lines(
+        "a",
+        "", "-",  # tags: Enter alone is refused for a required field; "-" chooses none
+        KEEP,  # authors: the pre-filled defaults, whose values contain commas
+        "1", "10",  # size: "1" is not an option (nor the start of "10")
+        "e", KEEP, KEEP, KEEP,  # edit: every pre-filled answer comes back as it was
+        "s",
+    )  # fmt: skip
+    sent, shown = await ask_for(server_url, era, keys, schema)
+    assert sent == {
+        "form": {"action": "accept", "content": {"tags": [], "authors": ["Smith, John", "Roe"], "size": "10"}}
+    }
+    assert "this field is required" in shown
+    assert "'1' is not one of the options (5, 10, 20)" in shown
+    assert "- for none" in shown
+    assert "tags: (none)" in shown
+    assert 'authors: "Smith, John", Roe' in shown  # the summary shows which commas are inside a choice

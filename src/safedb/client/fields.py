@@ -6,11 +6,13 @@ schema would; `check_value` applies it and explains a refusal in one line a pers
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from dataclasses import dataclass
 from datetime import date, datetime
 from enum import StrEnum
+from fractions import Fraction
 from typing import Annotated, Any
 from urllib.parse import urlsplit
 
@@ -26,6 +28,9 @@ _EMAIL = re.compile(r"^[^@\s<>()\[\],;:\"]+@[A-Za-z0-9](?:[A-Za-z0-9.-]*[A-Za-z0
 _URI_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*$")
 _FULL_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 _DATE_TIME = re.compile(r"^\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})$")
+_LINE_BREAK = re.compile("[\n\r\u2028\u2029]")
+PATTERN_FLAGS = re.ASCII
+"""Schema patterns are ECMA-262 regular expressions, whose \\d and \\w are ASCII; Python's are Unicode unless told."""
 
 
 class InvalidValue(ValueError):
@@ -76,11 +81,18 @@ class FormField:
     string_format: StringFormat | None = None
     min_length: int | None = None
     max_length: int | None = None
+    pattern: str | None = None
     minimum: float | None = None
     maximum: float | None = None
+    exclusive_minimum: float | None = None
+    exclusive_maximum: float | None = None
+    multiple_of: float | None = None
+    allowed: tuple[Any, ...] | None = None
+    """The only values a number or boolean field takes (its `enum` and `const`; a string's are `choices`)."""
     choices: tuple[Choice, ...] = ()
     min_items: int | None = None
     max_items: int | None = None
+    unique_items: bool = False
 
     @property
     def label(self) -> str:
@@ -96,6 +108,11 @@ class FormField:
     def choice_for(self, value: str) -> Choice | None:
         return next((choice for choice in self.choices if choice.value == value), None)
 
+    @property
+    def allows_no_choice(self) -> bool:
+        """Whether a multi-select may be answered with an empty selection."""
+        return not self.min_items
+
 
 @dataclass(frozen=True)
 class ElicitationForm:
@@ -110,23 +127,33 @@ class ElicitationForm:
 
 def field_type(field: FormField) -> Any:
     """The pydantic type that accepts exactly the values the field's schema accepts (never null)."""
+    allowed = [] if field.allowed is None else [AfterValidator(_allowed(field.allowed))]
     match field.kind:
         case FieldKind.TEXT:
             checks: list[Any] = [Strict(), StringConstraints(min_length=field.min_length, max_length=field.max_length)]
             if field.string_format is not None:
                 checks.append(AfterValidator(_FORMAT_CHECKS[field.string_format]))
+            if field.pattern is not None:
+                checks.append(AfterValidator(_matching(field.pattern)))
             return Annotated[str, *checks]
-        case FieldKind.NUMBER:
-            return Annotated[int | float, BeforeValidator(_number), Field(ge=field.minimum, le=field.maximum)]
-        case FieldKind.INTEGER:
-            return Annotated[int, BeforeValidator(_integer), Field(ge=field.minimum, le=field.maximum)]
+        case FieldKind.NUMBER | FieldKind.INTEGER:
+            number_checks: list[Any] = [
+                BeforeValidator(_integer if field.kind is FieldKind.INTEGER else _number),
+                Field(ge=field.minimum, le=field.maximum, gt=field.exclusive_minimum, lt=field.exclusive_maximum),
+            ]
+            if field.multiple_of is not None:
+                number_checks.append(AfterValidator(_multiple_of(field.multiple_of)))
+            number = int if field.kind is FieldKind.INTEGER else int | float
+            return Annotated[number, *number_checks, *allowed]
         case FieldKind.BOOLEAN:
-            return Annotated[bool, Strict()]
+            return Annotated[bool, Strict(), *allowed]
         case FieldKind.CHOICE:
             return Annotated[str, Strict(), AfterValidator(_one_of(field))]
         case FieldKind.MULTI_CHOICE:
             item = Annotated[str, Strict(), AfterValidator(_one_of(field))]
-            return Annotated[list[item], Strict(), Field(min_length=field.min_items, max_length=field.max_items)]
+            unique = [AfterValidator(_unique)] if field.unique_items else []
+            items = Field(min_length=field.min_items, max_length=field.max_items)
+            return Annotated[list[item], Strict(), items, *unique]
 
 
 def check_value(field: FormField, value: Any) -> Any:
@@ -165,6 +192,53 @@ def _integer(value: Any) -> Any:
     if isinstance(value, bool) or not isinstance(value, int):
         raise ValueError("must be a whole number")
     return value
+
+
+def _allowed(values: tuple[Any, ...]) -> Any:
+    def check(value: Any) -> Any:
+        if value not in values:  # the field's type check ran first: no True standing in for 1
+            listed = ", ".join(json.dumps(allowed) for allowed in values)
+            raise ValueError(f"must be {listed}" if len(values) == 1 else f"must be one of {listed}")
+        return value
+
+    return check
+
+
+def _multiple_of(step: float) -> Any:
+    # Exactly, on the numbers as written: 0.3 is a multiple of 0.1, although 0.3 / 0.1 in floats is not whole.
+    exact_step = _exact(step)
+
+    def check(value: int | float) -> int | float:
+        if (_exact(value) / exact_step).denominator != 1:
+            raise ValueError(f"must be a multiple of {json.dumps(step)}")
+        return value
+
+    return check
+
+
+def _exact(number: float) -> Fraction:
+    """The number as written in decimal (0.1 is 1/10, not the nearest binary fraction)."""
+    return Fraction(number) if isinstance(number, int) else Fraction(repr(number))
+
+
+def _matching(pattern: str) -> Any:
+    compiled = re.compile(pattern, PATTERN_FLAGS)
+
+    def check(value: str) -> str:
+        # ECMA-262 and Python read `$` and `.` differently around line breaks; refusing them is the safe side.
+        if _LINE_BREAK.search(value):
+            raise ValueError("must be one line (the field has a pattern)")
+        if compiled.search(value) is None:
+            raise ValueError(f"must match the pattern {pattern}")
+        return value
+
+    return check
+
+
+def _unique(values: list[str]) -> list[str]:
+    if len(set(values)) != len(values):
+        raise ValueError("must not choose an option twice")
+    return values
 
 
 def _one_of(field: FormField) -> Any:

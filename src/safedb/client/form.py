@@ -187,7 +187,7 @@ class _TerminalFieldReader:
                     terminal.say(f"      {line}")
             for line in _choice_lines(field):
                 terminal.say(line)
-            terminal.say(f"      ({hint(field)})", "ansibrightblack")
+            terminal.say(f"      ({clean_text(hint(field), multiline=False)})", "ansibrightblack")
         else:
             terminal.say(f"  ✗ {clean_text(question.problem)}", "ansired")
         return await terminal.ask("  > ", question.prefilled)

@@ -3,18 +3,25 @@
 MCP restricts `requestedSchema` to a flat object whose properties are primitives: strings (with
 `format` email, uri, date or date-time and min/maxLength), numbers and integers (minimum/maximum),
 booleans, single-select enums (`enum`, titled `oneOf` with const/title, or legacy `enumNames`), and
-multi-select arrays (`items.enum` or `items.anyOf`, minItems/maxItems). Anything else is refused with
-`UnsupportedSchema`, so a client never sends an answer it could not check.
+multi-select arrays (`items.enum` or `items.anyOf`, minItems/maxItems). The client also checks the
+JSON Schema keywords that fit those fields (`pattern`, exclusive bounds, `multipleOf`, `enum` and
+`const` on any primitive, `uniqueItems`). Anything else is refused with `UnsupportedSchema`, also a
+keyword the client does not check (see `schema_keywords`), so a client never sends an answer it
+could not check.
 """
 
 from __future__ import annotations
 
 import logging
+import math
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
+from safedb.client import schema_keywords
 from safedb.client.fields import (
+    PATTERN_FLAGS,
     Choice,
     Default,
     ElicitationForm,
@@ -26,6 +33,8 @@ from safedb.client.fields import (
 )
 
 logger = logging.getLogger(__name__)
+
+_OPTION_LISTS = ("enum", "oneOf", "anyOf")
 
 
 class UnsupportedSchema(ValueError):
@@ -42,6 +51,7 @@ def parse_requested_schema(schema: Mapping[str, Any]) -> ElicitationForm:
         raise UnsupportedSchema("the requested schema is not a JSON object")
     if schema.get("type", "object") != "object":
         raise UnsupportedSchema(f"the requested schema has type {schema.get('type')!r}; forms need 'object'")
+    _refuse_unchecked(schema, schema_keywords.FORM, "the requested schema")
     properties = schema.get("properties", {})
     if not isinstance(properties, Mapping):
         raise UnsupportedSchema("'properties' is not an object")
@@ -68,14 +78,20 @@ def _parse_field(name: str, spec: Any, required: bool) -> FormField:
     if kind_name == "string":
         field = _string_field(name, spec, common)
     elif kind_name in ("number", "integer"):
+        _refuse_unchecked(spec, schema_keywords.NUMBER, f"property {name!r}")
         field = FormField(
             kind=FieldKind.INTEGER if kind_name == "integer" else FieldKind.NUMBER,
             minimum=_optional_number(spec, "minimum", name),
             maximum=_optional_number(spec, "maximum", name),
+            exclusive_minimum=_optional_number(spec, "exclusiveMinimum", name),
+            exclusive_maximum=_optional_number(spec, "exclusiveMaximum", name),
+            multiple_of=_optional_step(spec, name),
             **common,
         )
+        field = _with_allowed(field, spec)
     elif kind_name == "boolean":
-        field = FormField(kind=FieldKind.BOOLEAN, **common)
+        _refuse_unchecked(spec, schema_keywords.BOOLEAN, f"property {name!r}")
+        field = _with_allowed(FormField(kind=FieldKind.BOOLEAN, **common), spec)
     elif kind_name == "array":
         field = _multi_choice_field(name, spec, common)
     else:
@@ -86,21 +102,10 @@ def _parse_field(name: str, spec: Any, required: bool) -> FormField:
 
 
 def _string_field(name: str, spec: Mapping[str, Any], common: dict[str, Any]) -> FormField:
-    if "oneOf" in spec or "anyOf" in spec:
-        return FormField(
-            kind=FieldKind.CHOICE, choices=_titled_choices(name, spec.get("oneOf", spec.get("anyOf"))), **common
-        )
-    if "enum" in spec:
-        values = _string_list(spec["enum"], name, "enum")
-        names = spec.get("enumNames")
-        labels = _string_list(names, name, "enumNames") if names is not None else values
-        if len(labels) != len(values):
-            raise UnsupportedSchema(f"property {name!r}: enumNames and enum differ in length")
-        return FormField(
-            kind=FieldKind.CHOICE,
-            choices=tuple(Choice(v, label) for v, label in zip(values, labels, strict=True)),
-            **common,
-        )
+    if any(keyword in spec for keyword in (*_OPTION_LISTS, "const")):
+        _refuse_unchecked(spec, schema_keywords.SINGLE_CHOICE, f"property {name!r}")
+        return FormField(kind=FieldKind.CHOICE, choices=_single_choices(name, spec), **common)
+    _refuse_unchecked(spec, schema_keywords.TEXT, f"property {name!r}")
     raw_format = spec.get("format")
     try:
         string_format = StringFormat(raw_format) if raw_format is not None else None
@@ -111,25 +116,59 @@ def _string_field(name: str, spec: Mapping[str, Any], common: dict[str, Any]) ->
         string_format=string_format,
         min_length=_optional_count(spec, "minLength", name),
         max_length=_optional_count(spec, "maxLength", name),
+        pattern=_optional_pattern(spec, name),
         **common,
     )
 
 
+def _single_choices(name: str, spec: Mapping[str, Any]) -> tuple[Choice, ...]:
+    given = [keyword for keyword in _OPTION_LISTS if keyword in spec]
+    if len(given) > 1:
+        raise UnsupportedSchema(f"property {name!r} lists its options twice ({' and '.join(given)})")
+    if given == ["enum"]:
+        values = _string_list(spec["enum"], name, "enum")
+        names = spec.get("enumNames")
+        labels = _string_list(names, name, "enumNames") if names is not None else values
+        if len(labels) != len(values):
+            raise UnsupportedSchema(f"property {name!r}: enumNames and enum differ in length")
+        choices = tuple(Choice(v, label) for v, label in zip(values, labels, strict=True))
+    elif given:
+        choices = _titled_choices(name, spec[given[0]])
+    else:
+        choices = ()
+    if "const" not in spec:
+        return choices
+    const = spec["const"]
+    if not isinstance(const, str):
+        raise UnsupportedSchema(f"property {name!r}: const is not a string")
+    choices = tuple(choice for choice in choices if choice.value == const) if given else (Choice(const, const),)
+    if not choices:
+        raise UnsupportedSchema(f"property {name!r}: const {const!r} is not one of its options")
+    return choices
+
+
 def _multi_choice_field(name: str, spec: Mapping[str, Any], common: dict[str, Any]) -> FormField:
+    _refuse_unchecked(spec, schema_keywords.MULTI_CHOICE, f"property {name!r}")
     items = spec.get("items")
     if not isinstance(items, Mapping):
         raise UnsupportedSchema(f"property {name!r} is an array without an 'items' schema")
-    if "anyOf" in items or "oneOf" in items:
-        choices = _titled_choices(name, items.get("anyOf", items.get("oneOf")))
-    elif "enum" in items:
+    _refuse_unchecked(items, schema_keywords.CHOICE_ITEMS, f"the items of property {name!r}")
+    given = [keyword for keyword in _OPTION_LISTS if keyword in items]
+    if items.get("type", "string") != "string" or len(given) != 1:
+        raise UnsupportedSchema(f"property {name!r} is an array that is not a multi-select enum")
+    if given == ["enum"]:
         choices = tuple(Choice(value, value) for value in _string_list(items["enum"], name, "items.enum"))
     else:
-        raise UnsupportedSchema(f"property {name!r} is an array that is not a multi-select enum")
+        choices = _titled_choices(name, items[given[0]])
+    unique_items = spec.get("uniqueItems", False)
+    if not isinstance(unique_items, bool):
+        raise UnsupportedSchema(f"property {name!r}: uniqueItems is not true or false")
     return FormField(
         kind=FieldKind.MULTI_CHOICE,
         choices=choices,
         min_items=_optional_count(spec, "minItems", name),
         max_items=_optional_count(spec, "maxItems", name),
+        unique_items=unique_items,
         **common,
     )
 
@@ -141,6 +180,7 @@ def _titled_choices(name: str, options: Any) -> tuple[Choice, ...]:
     for option in options:
         if not isinstance(option, Mapping) or not isinstance(option.get("const"), str):
             raise UnsupportedSchema(f"property {name!r}: every option needs a string 'const'")
+        _refuse_unchecked(option, schema_keywords.TITLED_OPTION, f"an option of property {name!r}")
         title = option.get("title")
         choices.append(Choice(option["const"], title if isinstance(title, str) else option["const"]))
     return tuple(choices)
@@ -154,6 +194,58 @@ def _with_default(field: FormField, value: Any) -> FormField:
         logger.warning("Ignoring default %r of field %r: %s", value, field.name, exc)
         return field
     return replace(field, default=Default(checked))
+
+
+def _with_allowed(field: FormField, spec: Mapping[str, Any]) -> FormField:
+    """The field limited to its `enum` and `const` values; members that cannot be answers are dropped."""
+    if "enum" not in spec and "const" not in spec:
+        return field
+    candidates = spec.get("enum", [spec.get("const")])
+    if not isinstance(candidates, list) or not candidates:
+        raise UnsupportedSchema(f"property {field.name!r}: enum must be a non-empty list")
+    if "const" in spec:
+        candidates = [value for value in candidates if _same_json(value, spec["const"])]
+    allowed = []
+    for value in candidates:
+        try:
+            allowed.append(check_value(field, value))
+        except InvalidValue:
+            continue  # of another type or out of range: no answer can be it
+    if not allowed:
+        raise UnsupportedSchema(f"property {field.name!r}: no value of its type fits its enum/const")
+    return replace(field, allowed=tuple(dict.fromkeys(allowed)))
+
+
+def _same_json(left: Any, right: Any) -> bool:
+    """JSON equality for scalars: 1 equals 1.0, but true is not 1."""
+    return isinstance(left, bool) == isinstance(right, bool) and left == right
+
+
+def _refuse_unchecked(spec: Mapping[str, Any], checked: frozenset[str], where: str) -> None:
+    unchecked = schema_keywords.unchecked_keywords(spec, checked)
+    if unchecked:
+        listed = ", ".join(repr(keyword) for keyword in unchecked)
+        raise UnsupportedSchema(f"{where} uses {listed}, which this client cannot check")
+
+
+def _optional_pattern(spec: Mapping[str, Any], name: str) -> str | None:
+    pattern = spec.get("pattern")
+    if pattern is None:
+        return None
+    if not isinstance(pattern, str):
+        raise UnsupportedSchema(f"property {name!r}: pattern is not a string")
+    try:
+        re.compile(pattern, PATTERN_FLAGS)
+    except (re.error, RecursionError, OverflowError) as exc:
+        raise UnsupportedSchema(f"property {name!r}: pattern {pattern!r} cannot be checked here ({exc})") from None
+    return pattern
+
+
+def _optional_step(spec: Mapping[str, Any], name: str) -> float | None:
+    step = _optional_number(spec, "multipleOf", name)
+    if step is not None and not (math.isfinite(step) and step > 0):
+        raise UnsupportedSchema(f"property {name!r}: multipleOf is not a positive number")
+    return step
 
 
 def _optional_str(spec: Mapping[str, Any], key: str) -> str | None:

@@ -1,14 +1,18 @@
 """What a person types for one field, turned into the value to send (pure).
 
 Booleans take yes/no, y/n, true/false, 1/0; a choice takes its number in the list, its value or its
-label; a multi-select takes several of those separated by commas; numbers take decimal notation.
+label, or a unique beginning of its value or label; numbers take decimal notation.
 Choices are numbered only when no value or label is itself a number: "1" would then be ambiguous, so
-it always means the value or label "1".
+it always means the value or label "1". A typed number is never read as the beginning of a value or
+label.
+A multi-select takes several choices separated by commas; a value or label that contains a comma is
+put in double quotes (`"Smith, John", Doe`), and `-` alone chooses none (when the schema allows none).
 An empty answer means "leave this optional field out" (a required field asks again).
 """
 
 from __future__ import annotations
 
+import csv
 import json
 from dataclasses import dataclass
 from typing import Any
@@ -17,6 +21,8 @@ from safedb.client.fields import FieldKind, FormField, InvalidValue, check_value
 
 _TRUE = frozenset({"y", "yes", "true", "t", "1", "on"})
 _FALSE = frozenset({"n", "no", "false", "f", "0", "off"})
+NO_CHOICE = "-"
+"""Typed alone in a multi-select: choose none of the options."""
 
 
 @dataclass(frozen=True)
@@ -48,7 +54,7 @@ def parse_text(field: FormField, text: str) -> Any:
         case FieldKind.CHOICE:
             value = _choice(field, stripped)
         case FieldKind.MULTI_CHOICE:
-            value = list(dict.fromkeys(_choice(field, part.strip()) for part in stripped.split(",") if part.strip()))
+            value = _choices(field, stripped)
     return check_value(field, value)
 
 
@@ -58,7 +64,7 @@ def value_text(field: FormField, value: Any) -> str:
         case FieldKind.BOOLEAN:
             return "yes" if value else "no"
         case FieldKind.MULTI_CHOICE:
-            return ", ".join(str(item) for item in value)
+            return ", ".join(_quoted(str(item)) for item in value) or NO_CHOICE
         case _:
             return str(value)
 
@@ -70,7 +76,7 @@ def value_label(field: FormField, value: Any) -> str:
         return choice.label if choice is not None and choice.label != value else str(value)
     if field.kind is FieldKind.MULTI_CHOICE:
         labels = [choice.label if (choice := field.choice_for(item)) else str(item) for item in value]
-        return ", ".join(labels) or "(none)"
+        return ", ".join(_quoted(label) for label in labels) or "(none)"
     return value_text(field, value)
 
 
@@ -93,10 +99,24 @@ def hint(field: FormField) -> str:
             parts.append("one of the numbers or values above" if numbered(field) else "one of the values above")
         case FieldKind.MULTI_CHOICE:
             parts.append(f"{'numbers or ' if numbered(field) else ''}values above, separated by commas")
+            if any("," in choice.value or "," in choice.label for choice in field.choices):
+                parts.append('a choice with a comma goes in "double quotes"')
+            if field.allows_no_choice:
+                parts.append(f"{NO_CHOICE} for none")
         case FieldKind.TEXT:
             parts.append(field.string_format.value if field.string_format is not None else "text")
+            if field.pattern is not None:
+                parts.append(f"matching {field.pattern}")
+    if field.allowed is not None:
+        parts.append("one of " + ", ".join(value_text(field, value) for value in field.allowed))
     if field.minimum is not None or field.maximum is not None:
         parts.append(_range(field.minimum, field.maximum))
+    if field.exclusive_minimum is not None:
+        parts.append(f"more than {_number_text(field.exclusive_minimum)}")
+    if field.exclusive_maximum is not None:
+        parts.append(f"less than {_number_text(field.exclusive_maximum)}")
+    if field.multiple_of is not None:
+        parts.append(f"a multiple of {_number_text(field.multiple_of)}")
     if field.min_length is not None or field.max_length is not None:
         parts.append(_range(field.min_length, field.max_length) + " characters")
     if field.min_items is not None or field.max_items is not None:
@@ -130,6 +150,25 @@ def _is_number(text: str) -> bool:
     return text.isascii() and text.isdigit()
 
 
+def _choices(field: FormField, text: str) -> list[str]:
+    if text == NO_CHOICE and field.choice_for(text) is None and not _labelled(field, text):
+        return []
+    try:
+        items = next(csv.reader([text], skipinitialspace=True, strict=True))
+    except csv.Error:
+        raise InvalidValue('cannot read the list; put a choice with a comma in double quotes: "a, b", c') from None
+    return list(dict.fromkeys(_choice(field, item.strip()) for item in items if item.strip()))
+
+
+def _quoted(item: str) -> str:
+    """The item as `_choices` reads it back: in double quotes when it has a comma or starts with a quote."""
+    return '"' + item.replace('"', '""') + '"' if "," in item or item.lstrip().startswith('"') else item
+
+
+def _labelled(field: FormField, text: str) -> bool:
+    return any(choice.label.casefold() == text.casefold() for choice in field.choices)
+
+
 def _choice(field: FormField, text: str) -> str:
     if _is_number(text) and numbered(field) and 1 <= int(text) <= len(field.choices):
         return field.choices[int(text) - 1].value
@@ -147,7 +186,7 @@ def _choice(field: FormField, text: str) -> str:
         for choice in field.choices
         if choice.label.casefold().startswith(folded) or choice.value.casefold().startswith(folded)
     }
-    if len(by_prefix) == 1:
+    if len(by_prefix) == 1 and not _is_number(text):  # "1" is the value or label 1, never the start of "10"
         return by_prefix.pop()
     options = [choice.label for choice in field.choices]
     if numbered(field):
