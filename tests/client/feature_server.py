@@ -1,8 +1,8 @@
 """A small non-SafeDB MCP server whose tools ask for every elicitation schema feature, in both protocol eras.
 
 Run it with `python -m tests.client.feature_server --port 0` (prints "listening at URL" on stderr) or
-`--stdio`. Every tool returns what the client answered as structured content, so tests can check
-exactly what was sent.
+`--stdio` (`--banner TEXT` first prints TEXT on stdout, as careless stdio servers do). Every tool
+returns what the client answered as structured content, so tests can check exactly what was sent.
 """
 
 from __future__ import annotations
@@ -16,8 +16,9 @@ from typing import Any
 import anyio
 import uvicorn
 from mcp.server.mcpserver import Context, MCPServer
-from mcp.shared.exceptions import UrlElicitationRequiredError
+from mcp.shared.exceptions import MCPError, UrlElicitationRequiredError
 from mcp_types import (
+    INVALID_PARAMS,
     CallToolResult,
     ElicitRequest,
     ElicitRequestFormParams,
@@ -135,6 +136,10 @@ def build_server() -> MCPServer:
         """Ask for one form with exactly the given requested schema."""
         return await _ask_forms(ctx, {"form": (message, requested_schema)})
 
+    def refuse_with_an_error() -> str:
+        """Answer the call with a JSON-RPC error, not a result."""
+        raise MCPError(INVALID_PARAMS, "this tool answers every call with a JSON-RPC error")
+
     async def ask_url(ctx: Context[Any, Any]) -> CallToolResult | InputRequiredResult:
         """Send the person to a web page (URL mode)."""
         url = "https://example.com/approve?request=42"
@@ -191,6 +196,7 @@ def build_server() -> MCPServer:
         ask_without_words,
         ask_secret,
         ask_for,
+        refuse_with_an_error,
         ask_url,
         needs_authorization,
         ask_then_exit,
@@ -205,9 +211,12 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--stdio", action="store_true")
+    parser.add_argument("--banner", help="A line to print on stdout before speaking MCP there (with --stdio).")
     options = parser.parse_args()
     server = build_server()
     if options.stdio:
+        if options.banner is not None:
+            print(options.banner, flush=True)
         anyio.run(server.run_stdio_async)
         return
     app = server.streamable_http_app(host="127.0.0.1")

@@ -89,3 +89,15 @@ async def test_a_dict_answer_the_schema_forbids_is_not_sent_but_cancelled(
         sent = await call(server_url, mode, "ask_for", answer, arguments={"requested_schema": CONSTRAINED})
     assert sent == {"form": {"action": "cancel"}}
     assert problem in caplog.text
+
+
+async def test_an_answer_the_model_refuses_while_it_is_built_is_not_sent_but_cancelled(
+    server_url: str, mode: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    async def answer(question: FormQuestion) -> object:
+        return question.model(level=7)  # raises pydantic's ValidationError inside the program's handler
+
+    with caplog.at_level(logging.WARNING, logger="safedb.client.api"):
+        sent = await call(server_url, mode, "ask_for", answer, arguments={"requested_schema": CONSTRAINED})
+    assert sent == {"form": {"action": "cancel"}}
+    assert "does not fit the schema: level: must be one of 1, 2, 3" in caplog.text

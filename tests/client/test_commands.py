@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -107,6 +108,26 @@ def test_rule_answers_the_schemas_constraints_forbid_are_never_sent(
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "form: cancel"
     assert problem in result.stderr
+
+
+def test_a_tools_json_rpc_error_is_reported_as_the_servers_answer(server_url: str) -> None:
+    shown = safedb("call", server_url, "refuse_with_an_error")
+    as_json = safedb("call", "--json", server_url, "refuse_with_an_error")
+    assert shown.returncode == as_json.returncode == 1
+    assert shown.stdout.strip() == "Error from the server: this tool answers every call with a JSON-RPC error"
+    assert "Cannot talk" not in shown.stderr + as_json.stderr
+    assert json.loads(as_json.stdout) == {
+        "error": {"code": -32602, "message": "this tool answers every call with a JSON-RPC error"}
+    }
+
+
+def test_a_stdio_server_printing_other_things_on_stdout_gets_one_warning_line() -> None:
+    command = shlex.join([*FEATURE_SERVER, "--stdio", "--banner", "Starting the server v1"])
+    result = safedb("call", "--stdio", command, "echo", "text=hello")
+    assert (result.returncode, result.stdout.strip()) == (0, "hello"), result.stderr
+    assert result.stderr.splitlines() == [
+        f"Warning: {command} sent something that is not an MCP message (ignored): 'Starting the server v1'"
+    ]
 
 
 @pytest.mark.parametrize("era", ERAS)
@@ -300,6 +321,27 @@ def test_bad_files_are_one_clear_line(tmp_path: Path, option: str, content: byte
     path.write_bytes(content)
     target = ["--server", "a"] if option == "--config" else ["http://127.0.0.1:9/mcp"]
     assert_one_clear_line(safedb("client", option, str(path), *target, "-x", "tools"), message.format(path=path))
+
+
+@pytest.mark.parametrize(
+    ("rules", "problem"),
+    [
+        ({"rules": [{"msg": "x", "action": "accept"}]}, "rules[1].msg: is not a known key"),
+        (
+            {"rules": [{"action": "accept"}, {"action": "approve"}]},
+            "rules[2].action: Input should be 'accept', 'decline' or 'cancel' (given: 'approve')",
+        ),
+        ({"rules": [{"message": "(", "action": "accept"}]}, "rules[1].message: not a valid regular expression"),
+        ({"rules": [{}], "default": 3}, "rules[1].action: is required; default: Input should be"),
+        ([], "the whole file: must be an object"),
+    ],
+)
+def test_a_rules_file_of_the_wrong_shape_is_one_line_naming_the_place(tmp_path: Path, rules: Any, problem: str) -> None:
+    path = answers_file(tmp_path, rules)
+    result = safedb("call", "--answers", path, "http://127.0.0.1:9/mcp", "echo")
+    assert result.returncode == 1
+    (line,) = result.stderr.splitlines()
+    assert line.startswith(f"Error: Answers file {path} does not have the expected shape: {problem}")
 
 
 def assert_one_clear_line(result: subprocess.CompletedProcess[str], message: str) -> None:

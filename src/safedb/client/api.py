@@ -77,7 +77,10 @@ def elicitation_handler(
             logger.warning("Cancelled an elicitation whose schema cannot be answered: %s", exc)
             return ElicitResult(action="cancel")
         model = form_model(form)
-        form_reply = await answer(FormQuestion(params.message, params.requested_schema, model, params))
+        try:
+            form_reply = await answer(FormQuestion(params.message, params.requested_schema, model, params))
+        except ValidationError as exc:  # `question.model(...)` refused the answer the program was building
+            return _does_not_fit(InvalidAnswer(problems_by_field(exc)))
         if isinstance(form_reply, Decline | Cancel):
             return ElicitResult(action=_action(form_reply))
         if not isinstance(form_reply, BaseModel | Mapping):
@@ -85,8 +88,7 @@ def elicitation_handler(
         try:
             return ElicitResult(action="accept", content=answer_content(model, form_reply))
         except InvalidAnswer as exc:
-            logger.warning("Cancelled an elicitation: the program's answer does not fit the schema: %s", exc)
-            return ElicitResult(action="cancel")
+            return _does_not_fit(exc)
 
     return callback
 
@@ -102,6 +104,11 @@ def answer_content(model: type[BaseModel], reply: BaseModel | Mapping[str, Any])
         return dump_content(model.model_validate(dict(data)))
     except ValidationError as exc:
         raise InvalidAnswer(problems_by_field(exc)) from None
+
+
+def _does_not_fit(problem: InvalidAnswer) -> ElicitResult:
+    logger.warning("Cancelled an elicitation: the program's answer does not fit the schema: %s", problem)
+    return ElicitResult(action="cancel")
 
 
 def _not_an_answer(reply: object, question: str, expected: str) -> ElicitResult:

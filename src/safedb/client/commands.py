@@ -16,6 +16,7 @@ from prompt_toolkit.application import create_app_session
 from prompt_toolkit.output import create_output
 
 from safedb.client.connection import ERA_MODES, Connection, EraUnavailable, connect
+from safedb.client.console_log import log_to_console
 from safedb.client.demo import demo_server, run_demo
 from safedb.client.form import TerminalAnswerer
 from safedb.client.requests import Answerer
@@ -208,6 +209,8 @@ def _run(target: Target, answerer: Answerer, era: str, work: Callable[[Connectio
     async def main() -> _T:
         async with connect(target, answerer, era) as connection:
             return await work(connection)
+
+    log_to_console()
 
     # Forms go to the terminal: to stderr when stdout is redirected (e.g. `safedb call --json | jq`).
     session = nullcontext() if sys.stdout.isatty() else create_app_session(output=create_output(stdout=sys.stderr))

@@ -139,7 +139,15 @@ class Connection:
         return await self._queue.answer(ElicitationRequest(self.server, params, self.era, tool))
 
     async def message_handler(self, message: IncomingMessage) -> None:
-        if isinstance(message, Exception):
+        if isinstance(message, ValidationError):
+            # Something the SDK could not read as JSON-RPC, such as a banner a stdio server printed on stdout.
+            # The session goes on without it.
+            logger.warning(
+                "%s sent something that is not an MCP message (ignored): %s",
+                self.target.describe(),
+                _what_was_sent(message),
+            )
+        elif isinstance(message, Exception):
             logger.warning("Transport error from %s: %s", self.target.describe(), message)
         elif isinstance(message, ElicitCompleteNotification):
             elicitation_id = message.params.elicitation_id
@@ -163,6 +171,12 @@ class Connection:
             for elicitation_id in ids:
                 await self._completed.setdefault(elicitation_id, anyio.Event()).wait()
         return True
+
+
+def _what_was_sent(error: ValidationError) -> str:
+    details = error.errors(include_url=False)
+    shown = repr(details[0]["input"]) if details else str(error)
+    return shown if len(shown) <= 100 else shown[:97] + "..."
 
 
 @asynccontextmanager

@@ -6,7 +6,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from mcp_types import CallToolResult, TextContent, Tool
+from mcp_types import CallToolResult, ErrorData, TextContent, Tool
 
 from safedb.client.arguments import schema_properties
 from safedb.client.sanitize import clean_text
@@ -33,6 +33,16 @@ def render_result(result: CallToolResult) -> str:
 def result_json(result: CallToolResult) -> dict[str, Any]:
     """The result as JSON for scripts, in the protocol's own field names."""
     return result.model_dump(mode="json", by_alias=True, exclude_none=True)
+
+
+def render_error(error: ErrorData) -> str:
+    """A JSON-RPC error the server answered a call with (the call reached it, but it refused)."""
+    return f"Error from the server: {clean_text(error.message)}"
+
+
+def error_json(error: ErrorData) -> dict[str, Any]:
+    """The error for scripts, as `{"error": {"code": ..., "message": ...}}`."""
+    return {"error": error.model_dump(mode="json", by_alias=True, exclude_none=True)}
 
 
 def tabulate(structured: Mapping[str, Any]) -> str | None:

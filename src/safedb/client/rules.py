@@ -96,7 +96,26 @@ def load_rules(path: Path) -> AnswerRules:
     except DataFileError as exc:
         raise RulesFileError(str(exc)) from None
     except ValidationError as exc:
-        raise RulesFileError(f"Answers file {path} does not have the expected shape:\n{exc}") from None
+        raise RulesFileError(f"Answers file {path} does not have the expected shape: {shape_problems(exc)}") from None
+
+
+def shape_problems(error: ValidationError) -> str:
+    """Every problem on one line, each with where it is (`rules[2].action`) and what is wrong."""
+    problems = []
+    for detail in error.errors(include_url=False):
+        where = "".join(f"[{step + 1}]" if isinstance(step, int) else f".{step}" for step in detail["loc"])
+        if detail["type"] == "extra_forbidden":
+            reason = "is not a known key"
+        elif detail["type"] == "missing":
+            reason = "is required"
+        elif detail["type"] == "model_type":
+            reason = "must be an object (a table in TOML)"
+        else:
+            given = repr(detail["input"])
+            given = given if len(given) <= 60 else given[:57] + "..."
+            reason = f"{str(detail['msg']).removeprefix('Value error, ')} (given: {given})"
+        problems.append(f"{where.lstrip('.') or 'the whole file'}: {reason}")
+    return "; ".join(problems)
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import httpx2
 from mcp.shared.exceptions import MCPError
-from mcp_types import Tool
+from mcp_types import CONNECTION_CLOSED, Tool
 from prompt_toolkit import PromptSession
 from prompt_toolkit.completion import WordCompleter
 from prompt_toolkit.history import InMemoryHistory
@@ -21,7 +21,7 @@ from pydantic import ValidationError
 
 from safedb.client.arguments import ArgumentError, parse_arguments
 from safedb.client.connection import Connection
-from safedb.client.results import describe_tools, render_result, result_json
+from safedb.client.results import describe_tools, error_json, render_error, render_result, result_json
 from safedb.client.sanitize import clean_text
 
 logger = logging.getLogger(__name__)
@@ -105,12 +105,19 @@ class CommandRunner:
         except ArgumentError as exc:
             self.write(f"Error: {exc}")
             return CommandOutcome(ok=False)
-        result = await self.connection.call_tool(name, arguments)
-        if self._json_output:
-            self.write(json.dumps(result_json(result), indent=2, ensure_ascii=False))
-        else:
-            self.write(render_result(result))
+        try:
+            result = await self.connection.call_tool(name, arguments)
+        except MCPError as exc:
+            if exc.code == CONNECTION_CLOSED:
+                raise  # not an answer from the server: it is gone
+            self.write(self._json(error_json(exc.error)) if self._json_output else render_error(exc.error))
+            return CommandOutcome(ok=False)
+        self.write(self._json(result_json(result)) if self._json_output else render_result(result))
         return CommandOutcome(ok=not result.is_error)
+
+    @staticmethod
+    def _json(value: object) -> str:
+        return json.dumps(value, indent=2, ensure_ascii=False)
 
 
 async def run_script(runner: CommandRunner, lines: Sequence[str]) -> bool:
