@@ -7,9 +7,10 @@ from collections.abc import Iterator
 
 import pytest
 
+from safedb.errors import DatabaseOpenError
 from tests.conftest_postgres import fresh_database
 from tests.postgres.conftest import PgDatabase
-from tests.postgres_server import WRITER, PostgresServer
+from tests.postgres_server import READER, WRITER, PostgresServer
 
 pytestmark = pytest.mark.anyio
 
@@ -43,6 +44,39 @@ async def test_a_name_means_the_same_table_to_the_checks_the_dry_run_and_the_app
     assert impact.rows_affected == 2
     assert pg.rows("SELECT id FROM public.t ORDER BY id") == [(3,), (4,), (5,)]
     assert pg.rows(f'SELECT count(*) FROM "{WRITER}".t') == [(50,)]
+
+
+async def test_a_schema_the_reader_may_not_use_is_not_searched_by_the_writer_either(pg: PgDatabase) -> None:
+    """A schema named after the reader that the reader may not use: PostgreSQL leaves it out of the reader's
+    search path, and the writer, searching "safedb_reader", public, would find a table there first."""
+    pg.run_as_owner(
+        f'CREATE SCHEMA "{READER}"',
+        f'CREATE TABLE "{READER}".t (id integer, v text)',
+        f"INSERT INTO \"{READER}\".t VALUES (1, 'hidden'), (2, 'hidden')",
+    )
+    database = pg.open()
+    try:
+        classification = await database.classify("DELETE FROM t WHERE id <= 2")
+        impact = await database.preview(classification)
+        await database.write(classification, impact.rows_affected)
+    finally:
+        await database.aclose()
+
+    assert impact.rows_affected == 2
+    assert pg.rows("SELECT id FROM public.t ORDER BY id") == [(3,), (4,), (5,)]
+    assert pg.rows(f'SELECT count(*) FROM "{READER}".t') == [(2,)]
+
+
+async def test_a_writer_that_cannot_use_a_schema_the_reader_searches_is_refused(pg: PgDatabase) -> None:
+    pg.run_as_owner("CREATE SCHEMA extra", f"GRANT USAGE ON SCHEMA extra TO {READER}")
+    pg.rows(f"ALTER ROLE {READER} IN DATABASE {pg.name} SET search_path = extra, public")
+    pg.rows("ALTER SCHEMA extra OWNER TO postgres")  # the writer, its owner until now, loses USAGE
+    database = pg.open()
+    try:
+        with pytest.raises(DatabaseOpenError, match="Grant the writer USAGE"):
+            await database.list_tables()
+    finally:
+        await database.aclose()
 
 
 async def test_string_literals_read_as_the_parser_reads_them_on_a_server_set_to_the_legacy_escapes(

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import re
 from collections.abc import AsyncIterator, Mapping
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any
@@ -74,20 +73,27 @@ def read_transaction(connection: Connection) -> AbstractAsyncContextManager[Any]
 # With the legacy `off`, `'x\'' , f() --'` is one string to SafeDB's parser (pglast) and a call of f() to the
 # server.
 _STRING_SETTINGS = {"standard_conforming_strings": "on"}
-# `$user` in a search path (quoted or not, as one element) names a schema after the role that connected.
-_USER_SCHEMA = re.compile(r'(?:(?<=^)|(?<=,))\s*(?:"\$user"|\$user)\s*(?=,|$)')
+# The schemas a session's search path actually reaches: those that exist and that its role may use.
+_EFFECTIVE_SEARCH_PATH_SQL = (
+    "SELECT array_to_string(ARRAY(SELECT quote_ident(s) FROM unnest(current_schemas(false)) AS s), ', ')"
+)
+
+
+async def _effective_search_path(connection: Connection) -> str:
+    cursor = await connection.execute(_EFFECTIVE_SEARCH_PATH_SQL)
+    row = await cursor.fetchone()
+    assert row is not None
+    return str(row[0])
 
 
 async def _reader_search_path(reader_dsn: str) -> str:
-    """The reader's search path, with `$user` spelled out as the reader's own name."""
+    """The schemas the reader's search path reaches, spelled out. Both pools search exactly these, so that a
+    name means the same table to the checks made as the reader and to the writer: a `$user` schema, or one
+    the reader may not use, would otherwise be searched by one role and skipped by the other."""
     async with await psycopg.AsyncConnection.connect(
         reader_dsn, autocommit=True, connect_timeout=int(CONNECT_SECONDS)
     ) as connection:
-        cursor = await connection.execute("SELECT current_setting('search_path'), current_user")
-        row = await cursor.fetchone()
-    assert row is not None
-    search_path, user = str(row[0]), str(row[1])
-    return _USER_SCHEMA.sub(lambda _: '"' + user.replace('"', '""') + '"', search_path)
+        return await _effective_search_path(connection)
 
 
 _TIME_LOADERS: dict[str, type[Loader]] = {
@@ -171,9 +177,10 @@ class Pools:
                 return self._pools
             (reader_dsn, writer_dsn), (readers, writers) = self._dsns, self._sizes
             try:
-                settings = {**_STRING_SETTINGS, "search_path": await _reader_search_path(reader_dsn)}
+                search_path = await _reader_search_path(reader_dsn)
             except psycopg.Error as exc:
                 raise DatabaseOpenError(f"Cannot connect to PostgreSQL: {exc}") from exc
+            settings = {**_STRING_SETTINGS, "search_path": search_path}
             pools = (
                 _pool(reader_dsn, readers, "safedb-readers", settings, reader=True),
                 _pool(writer_dsn, writers, "safedb-writers", settings, reader=False),
@@ -181,10 +188,20 @@ class Pools:
             try:
                 for pool in pools:
                     await pool.open(wait=True, timeout=CONNECT_SECONDS)
+                async with pools[1].connection() as writer:
+                    writers_path = await _effective_search_path(writer)
             except (PoolTimeout, psycopg.Error) as exc:
                 for pool in pools:
                     await pool.close()
                 raise DatabaseOpenError(f"Cannot connect to PostgreSQL: {exc}") from exc
+            if writers_path != search_path:
+                for pool in pools:
+                    await pool.close()
+                raise DatabaseOpenError(
+                    f"The writer role cannot use every schema the reader's search path reaches ({search_path}; "
+                    f"the writer reaches {writers_path or 'none'}), so a name could mean another table to each. "
+                    "Grant the writer USAGE on those schemas."
+                )
             self._pools = pools
             return pools
 
