@@ -13,7 +13,7 @@ import pytest
 from safedb.sql.classification import ChangeKind
 from tests.conftest_postgres import fresh_database
 from tests.postgres.conftest import PgDatabase
-from tests.postgres_server import WRITER, PostgresServer
+from tests.postgres_server import READER, WRITER, PostgresServer
 
 pytestmark = pytest.mark.anyio
 
@@ -37,6 +37,47 @@ SETUP = (
     # Labelled IMMUTABLE, so the planner folds a call with constant arguments, running it.
     "CREATE FUNCTION end_session(p integer) RETURNS integer LANGUAGE plpgsql IMMUTABLE AS "
     "$$ BEGIN PERFORM pg_terminate_backend(p); RETURN p; END $$",
+    # Built-ins in a view and in a policy: pg_depend does not record them.
+    "CREATE VIEW resets AS SELECT setval('moved', 1000) AS x",
+    "CREATE VIEW ends AS SELECT pg_terminate_backend(pid) AS ended, pid FROM pg_stat_activity "
+    "WHERE application_name = 'victim'",
+    "CREATE TABLE guarded (id integer)",
+    "INSERT INTO guarded VALUES (1), (7)",
+    "ALTER TABLE guarded ENABLE ROW LEVEL SECURITY",
+    "ALTER TABLE guarded FORCE ROW LEVEL SECURITY",
+    "CREATE POLICY moving ON guarded USING (setval('moved', 555) > 0 OR current_user = 'safedb_reader')",
+    # A user-defined assignment cast, applied to the 5 of `INSERT INTO casted VALUES (5)` unseen.
+    "CREATE TYPE boxed AS (a integer)",
+    "CREATE FUNCTION box(integer) RETURNS boxed LANGUAGE plpgsql VOLATILE AS "
+    "$$ BEGIN PERFORM setval('moved', 777); RETURN ROW($1)::boxed; END $$",
+    "CREATE CAST (integer AS boxed) WITH FUNCTION box(integer) AS ASSIGNMENT",
+    "CREATE TABLE casted (c boxed)",
+    # Through an updatable view, the table's default (folded by the planner: IMMUTABLE) ends sessions.
+    "CREATE FUNCTION folded(integer) RETURNS integer LANGUAGE plpgsql IMMUTABLE AS "
+    "$$ BEGIN PERFORM pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'victim'; "
+    "RETURN $1; END $$",
+    "CREATE TABLE beneath (a integer, b integer DEFAULT folded(1))",
+    "CREATE VIEW above AS SELECT a FROM beneath",
+)
+
+
+# Operators the syntax implies: USING and NATURAL joins (`=`), BETWEEN (`>=`, `<=`). In a database of their
+# own: a user-defined `=` makes every statement that meets its type ask.
+OPERATORS_SETUP = (
+    "CREATE SEQUENCE moved START 100",
+    "CREATE TABLE plain (id integer PRIMARY KEY, v integer)",
+    "INSERT INTO plain VALUES (1, 1), (7, 7)",
+    "CREATE TYPE ranked AS (a integer)",
+    "CREATE FUNCTION ranked_eq(ranked, ranked) RETURNS boolean LANGUAGE plpgsql VOLATILE AS "
+    "$$ BEGIN PERFORM setval('moved', 31337); RETURN $1.a = $2.a; END $$",
+    "CREATE FUNCTION ranked_ge(ranked, ranked) RETURNS boolean LANGUAGE plpgsql VOLATILE AS "
+    "$$ BEGIN PERFORM setval('moved', 4444); RETURN $1.a >= $2.a; END $$",
+    "CREATE OPERATOR = (LEFTARG = ranked, RIGHTARG = ranked, FUNCTION = ranked_eq)",
+    "CREATE OPERATOR >= (LEFTARG = ranked, RIGHTARG = ranked, FUNCTION = ranked_ge)",
+    "CREATE TABLE left_side (id integer, r ranked)",
+    "CREATE TABLE right_side (r ranked)",
+    "INSERT INTO left_side VALUES (1, ROW(1)), (2, ROW(2))",
+    "INSERT INTO right_side VALUES (ROW(1))",
 )
 
 
@@ -47,10 +88,18 @@ def pg(postgres_cluster: PostgresServer) -> Iterator[PgDatabase]:
     postgres_cluster.drop_database(name)
 
 
-@pytest.fixture
-def victim(pg: PgDatabase) -> Iterator[psycopg.Connection[tuple[object, ...]]]:
-    """Another session of the writer's role, which the writer may end."""
-    with pg.server.connect(pg.name, WRITER) as connection:
+@pytest.fixture(scope="module")
+def operators_pg(postgres_cluster: PostgresServer) -> Iterator[PgDatabase]:
+    name = fresh_database(postgres_cluster, OPERATORS_SETUP)
+    yield PgDatabase(postgres_cluster, name)
+    postgres_cluster.drop_database(name)
+
+
+@pytest.fixture(params=[WRITER, READER])
+def victim(pg: PgDatabase, request: pytest.FixtureRequest) -> Iterator[psycopg.Connection[tuple[object, ...]]]:
+    """Another session of the writer's role, which the writer may end, or of the reader's, which a read may."""
+    url = pg.server.url(request.param, pg.name) + "?application_name=victim"
+    with psycopg.connect(url, autocommit=True) as connection:
         yield connection
 
 
@@ -69,6 +118,9 @@ def _alive(pg: PgDatabase, pid: int) -> bool:
         "DELETE FROM plain WHERE id = 7::resetting",
         "DELETE FROM plain WHERE id = CAST(7 AS resetting)",
         "DELETE FROM plain WHERE id = resetting(7)",
+        "DELETE FROM plain WHERE id IN (SELECT x FROM resets)",
+        "DELETE FROM plain WHERE id IN (SELECT id FROM guarded)",
+        "INSERT INTO casted VALUES (5)",
     ],
 )
 async def test_a_preview_never_moves_a_sequence_through_stored_code(pg: PgDatabase, sql: str) -> None:
@@ -94,6 +146,74 @@ async def test_a_cast_to_a_domain_is_judged_by_the_functions_its_checks_call(pg:
     assert ChangeKind.FUNCTION_CALL in nested.kinds
 
 
+@pytest.mark.parametrize(
+    ("sql", "kind"),
+    [
+        ("SELECT * FROM resets", ChangeKind.SEQUENCE),
+        ("SELECT * FROM ends", ChangeKind.FUNCTION_CALL),
+        ("SELECT * FROM guarded", ChangeKind.SEQUENCE),
+        ("SELECT 5::boxed", ChangeKind.FUNCTION_CALL),
+    ],
+)
+async def test_a_read_that_runs_code_with_effects_asks(pg: PgDatabase, sql: str, kind: ChangeKind) -> None:
+    """Through a view or a policy (built-ins included), a cast, or an operator the syntax implies."""
+    database = pg.open()
+    try:
+        classification = await database.classify(sql)
+    finally:
+        await database.aclose()
+
+    assert kind in classification.kinds
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "SELECT * FROM left_side NATURAL JOIN right_side",
+        "SELECT * FROM left_side JOIN right_side USING (r)",
+        "SELECT * FROM left_side WHERE r BETWEEN ROW(0)::ranked AND ROW(1)::ranked",
+        "DELETE FROM plain WHERE EXISTS (SELECT 1 FROM left_side JOIN right_side USING (r))",
+        "DELETE FROM left_side WHERE r BETWEEN ROW(0)::ranked AND ROW(1)::ranked",
+    ],
+)
+async def test_operators_the_syntax_implies_are_judged_by_their_functions(operators_pg: PgDatabase, sql: str) -> None:
+    before = operators_pg.rows("SELECT last_value, is_called FROM moved")
+    database = operators_pg.open()
+    try:
+        classification = await database.classify(sql)
+        impact = await database.preview(classification)
+    finally:
+        await database.aclose()
+
+    assert ChangeKind.FUNCTION_CALL in classification.kinds
+    assert operators_pg.rows("SELECT last_value, is_called FROM moved") == before
+    assert impact.rows_affected is None
+
+
+async def test_an_operator_of_a_type_the_statement_never_meets_does_not_count(operators_pg: PgDatabase) -> None:
+    """The user-defined `=` and `>=` take `ranked` values, which these statements never see."""
+    database = operators_pg.open()
+    try:
+        read = await database.classify("SELECT * FROM plain WHERE id = 1 OR v BETWEEN 1 AND 5")
+        delete = await database.preview(await database.classify("DELETE FROM plain WHERE id = 7"))
+    finally:
+        await database.aclose()
+
+    assert read.read_only
+    assert delete.rows_affected == 1
+
+
+async def test_a_read_of_a_view_over_system_views_stays_a_read(pg: PgDatabase) -> None:
+    pg.run_as_owner("CREATE VIEW sessions AS SELECT pid, state FROM pg_stat_activity")
+    database = pg.open()
+    try:
+        classification = await database.classify("SELECT * FROM sessions WHERE pid BETWEEN 1 AND 10")
+    finally:
+        await database.aclose()
+
+    assert classification.read_only
+
+
 async def test_a_preview_never_ends_another_session_through_a_domain(
     pg: PgDatabase, victim: psycopg.Connection[tuple[object, ...]]
 ) -> None:
@@ -101,6 +221,24 @@ async def test_a_preview_never_ends_another_session_through_a_domain(
 
     assert _alive(pg, victim.info.backend_pid)
     assert impact.rows_affected is None
+
+
+async def test_a_preview_never_ends_another_session_through_a_view(
+    pg: PgDatabase, victim: psycopg.Connection[tuple[object, ...]]
+) -> None:
+    (impact,) = await pg.previews("DELETE FROM plain WHERE id IN (SELECT ended::integer FROM ends)")
+
+    assert _alive(pg, victim.info.backend_pid)
+    assert impact.rows_affected is None
+
+
+async def test_the_planner_is_not_asked_through_an_updatable_view(
+    pg: PgDatabase, victim: psycopg.Connection[tuple[object, ...]]
+) -> None:
+    (impact,) = await pg.previews("INSERT INTO above (a) VALUES (1)")
+
+    assert _alive(pg, victim.info.backend_pid)
+    assert "no dry run and no planner's estimate" in impact.lines[0]
 
 
 async def test_the_planner_is_not_asked_when_it_may_run_a_user_function(
@@ -133,3 +271,31 @@ async def test_functions_of_an_installed_extension_are_trusted_by_their_label(pg
 
     assert (update.rows_affected, delete.rows_affected) == (2, 1)
     assert pg.rows("SELECT tag::text FROM tagged ORDER BY id") == [("a",), ("b",)]
+
+
+async def test_a_function_the_extensions_owner_adds_to_it_is_not_trusted(pg: PgDatabase) -> None:
+    pg.run_as_owner(
+        "CREATE EXTENSION IF NOT EXISTS citext",
+        "CREATE FUNCTION adopted() RETURNS integer LANGUAGE plpgsql IMMUTABLE AS "
+        "$$ BEGIN PERFORM setval('moved', 999); RETURN 1; END $$",
+        "ALTER EXTENSION citext ADD FUNCTION adopted()",
+    )
+    before = pg.rows("SELECT last_value, is_called FROM moved")
+
+    (impact,) = await pg.previews("DELETE FROM plain WHERE id = adopted()")
+
+    assert pg.rows("SELECT last_value, is_called FROM moved") == before
+    assert impact.rows_affected is None
+
+
+async def test_extension_functions_that_run_query_text_ask(pg: PgDatabase) -> None:
+    pg.run_as_owner("CREATE EXTENSION IF NOT EXISTS tablefunc")
+    database = pg.open()
+    try:
+        classification = await database.classify(
+            "SELECT * FROM crosstab('SELECT 1, 1, 1') AS t (r integer, c1 integer)"
+        )
+    finally:
+        await database.aclose()
+
+    assert ChangeKind.FUNCTION_CALL in classification.kinds

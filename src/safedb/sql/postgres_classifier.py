@@ -14,7 +14,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 
 from pglast import ast, parse_sql
-from pglast.enums import AlterTableType, JsonExprOp, OnConflictAction, SubLinkType
+from pglast.enums import A_Expr_Kind, AlterTableType, JsonExprOp, OnConflictAction, SubLinkType
 from pglast.parser import ParseError
 
 from safedb.errors import DeniedByPolicy, EmptyStatement, InvalidStatement, MultipleStatements, TemporaryObject
@@ -34,6 +34,15 @@ _DML = (ast.InsertStmt, ast.UpdateStmt, ast.DeleteStmt, ast.MergeStmt)
 _SYSTEM_OPERATOR_SCHEMA = _SYSTEM_TYPE_SCHEMA = "pg_catalog"
 # Subqueries compared with an operator: `x op ANY (...)`, `x op ALL (...)`, `ROW(...) op (...)`.
 _COMPARING_SUBLINKS = frozenset({SubLinkType.ANY_SUBLINK, SubLinkType.ALL_SUBLINK, SubLinkType.ROWCOMPARE_SUBLINK})
+
+_BETWEEN = frozenset(
+    {
+        A_Expr_Kind.AEXPR_BETWEEN,
+        A_Expr_Kind.AEXPR_NOT_BETWEEN,
+        A_Expr_Kind.AEXPR_BETWEEN_SYM,
+        A_Expr_Kind.AEXPR_NOT_BETWEEN_SYM,
+    }
+)
 
 _DROPPING_PARTS = frozenset({AlterTableType.AT_DropColumn, AlterTableType.AT_DropConstraint})
 
@@ -275,8 +284,12 @@ def _references(root: ast.Node) -> _References:
             for part in node.indirection or ():
                 if isinstance(part, ast.String) and part.sval:
                     found.functions.append(FunctionRef(part.sval, attribute=True))
+        elif isinstance(node, ast.A_Expr) and node.kind in _BETWEEN:
+            found.operators.extend((">=", "<="))  # `x BETWEEN a AND b` compares with `>=` and `<=`
         elif isinstance(node, ast.A_Expr) and node.name:
             _note_operator(found, node.name)
+        elif isinstance(node, ast.JoinExpr) and (node.usingClause or node.isNatural):
+            found.operators.append("=")  # USING and NATURAL joins compare with the type's `=`
         elif isinstance(node, ast.SubLink) and node.subLinkType in _COMPARING_SUBLINKS:
             # `x op ANY (SELECT ...)`; without an operator (`x IN (SELECT ...)`), the type's `=`.
             if node.operName:

@@ -1,12 +1,13 @@
 """Which PostgreSQL functions a statement may call without asking, decided by name lists and `pg_proc`.
 
-A function call is harmless when PostgreSQL marks every candidate function of that name immutable or
-stable (`pg_proc.provolatile` in `i`, `s`: such functions cannot write through SPI), or when it is a
-built-in (`pg_catalog`) volatile function known to only read or wait (`KNOWN_SAFE_VOLATILE`). Anything
-else asks: volatile functions, and names the catalog does not know. Known side-effecting built-ins are
-named precisely (sequence, lock, function call), and functions that read or write files on the database
-server are refused outright (`FILE_FUNCTIONS`). The catalog lookup itself happens in the backend
-(`safedb.db.postgres.catalog`); this module only judges what it found.
+A function call is harmless in a read when PostgreSQL marks every candidate function of that name
+immutable or stable (`pg_proc.provolatile` in `i`, `s`: such functions cannot write through SPI), or
+when it is a built-in (`pg_catalog`) volatile function known to only read or wait (`KNOWN_SAFE_VOLATILE`).
+Anything else asks: volatile functions, and names the catalog does not know. A dry run, which runs as the
+writer, is stricter (`undone_by_rollback`): a user-defined function's label is not enforced. Known
+side-effecting built-ins are named precisely (sequence, lock, function call), and functions that read or
+write files on the database server are refused outright (`FILE_FUNCTIONS`). The catalog lookup itself
+happens in the backend (`safedb.db.postgres.catalog`); this module only judges what it found.
 """
 
 from __future__ import annotations
@@ -45,6 +46,8 @@ SIDE_EFFECT_FUNCTIONS = frozenset(
         "pg_logical_emit_message", "pg_create_logical_replication_slot", "pg_create_physical_replication_slot",
         "pg_drop_replication_slot", "pg_copy_logical_replication_slot", "pg_copy_physical_replication_slot",
         "pg_replication_slot_advance", "pg_sync_replication_slots",
+        # tablefunc's: they run a query given as text, whose functions are never seen.
+        "crosstab", "crosstab2", "crosstab3", "crosstab4", "connectby",
     }
 )  # fmt: skip
 SIDE_EFFECT_PREFIXES = (
@@ -164,6 +167,9 @@ def _candidates(ref: FunctionRef, catalog: Iterable[CatalogFunction]) -> list[Ca
 
 
 def _harmless(row: CatalogFunction) -> bool:
+    """Harmless in a read: labelled immutable or stable, or a built-in known to only read or wait. A read
+    runs as the reader, in a read-only transaction that is rolled back, so a user-defined function whose
+    label is wrong can do only what the reader role may do outside a transaction (see docs/postgres.md)."""
     return row.volatility in _SAFE_VOLATILITY or (row.schema == BUILTIN_SCHEMA and row.name in KNOWN_SAFE_VOLATILE)
 
 
@@ -194,8 +200,8 @@ def function_changes(refs: Iterable[FunctionRef], catalog: Iterable[CatalogFunct
     """Changes for the calls that are not known to be free of side effects.
 
     `catalog` holds every `pg_proc` row whose name was asked about, the operators named in the statement
-    (`operator` set; any of that symbol counts), plus the functions the referenced views and row-security
-    policies depend on (`via` set). Raises DeniedByPolicy for file access.
+    (`operator` set; any of that symbol counts), plus the functions the referenced views, row-security
+    policies, domains and casts call (`via` set). Raises DeniedByPolicy for file access.
     """
     rows = list(catalog)
     changes: list[Change] = []

@@ -13,57 +13,64 @@ from safedb.db.postgres.stored_code import EXTENSION_MEMBER, PATTERNS, REACHED_C
 from safedb.sql.postgres_functions import CatalogFunction
 from safedb.sql.postgres_tree import QualifiedName
 
-# Functions by name (for calls and attribute notation), by operator (for user-defined operators), the
-# functions that user views, their underlying views, and row-security policies depend on (pg_depend), and
-# those the types the statement casts to run (a domain's checks, see `stored_code`).
+# Functions by name (for calls and attribute notation) and by operator (for user-defined operators); the
+# functions the statement's user views (through nested views) and row-security policies call, read from
+# their stored expressions (see `stored_code`: built-ins too), and those of the domains it casts to; and
+# the user-defined casts from or to the types it meets, which PostgreSQL may apply unasked (assignment and
+# implicit casts do not show in the statement). The types it meets: those it casts to, its relations'
+# columns, and what these reach (`stored_code`). A cast or an operator of a user-defined type (OID past
+# the built-ins, 16384) counts only where the statement meets that type.
 _FUNCTIONS_SQL = """
 WITH RECURSIVE
-start AS (
-    SELECT to_regclass(name)::oid AS oid FROM unnest(%(relations)s::text[]) AS name
-    WHERE to_regclass(name) IS NOT NULL
-),
-rels(oid) AS (
-    SELECT oid FROM start
+user_rels(oid, relname) AS (
+    SELECT c.oid, c.relname::text FROM unnest(%(relations)s::text[]) AS name
+    JOIN pg_class c ON c.oid = to_regclass(name)
+    WHERE c.relnamespace NOT IN ('pg_catalog'::regnamespace, 'information_schema'::regnamespace)
     UNION
-    SELECT d.refobjid FROM rels
-    JOIN pg_rewrite w ON w.ev_class = rels.oid
-    JOIN pg_depend d ON d.classid = 'pg_rewrite'::regclass AND d.objid = w.oid
-        AND d.refclassid = 'pg_class'::regclass
+    SELECT c.oid, c.relname::text FROM user_rels r
+    CROSS JOIN LATERAL (
+        SELECT w.ev_action::text AS tree FROM pg_rewrite w WHERE w.ev_class = r.oid AND w.ev_type = '1'
+        UNION ALL
+        SELECT e.tree FROM pg_policy p
+        CROSS JOIN LATERAL unnest(ARRAY[p.polqual::text, p.polwithcheck::text]) AS e(tree)
+        WHERE p.polrelid = r.oid AND e.tree IS NOT NULL
+    ) AS code
+    CROSS JOIN LATERAL regexp_matches(code.tree, %(relation_oids)s, 'g') AS m
+    JOIN pg_class c ON c.oid = m[1]::oid
+    WHERE c.relnamespace NOT IN ('pg_catalog'::regnamespace, 'information_schema'::regnamespace)
 ),
-user_rels AS (
-    SELECT c.oid, c.relname FROM rels JOIN pg_class c ON c.oid = rels.oid
-    JOIN pg_namespace n ON n.oid = c.relnamespace
-    WHERE n.nspname NOT IN ('pg_catalog', 'information_schema')
-),
-dependencies AS (
-    SELECT r.relname AS via, d.refclassid, d.refobjid FROM user_rels r
-    JOIN pg_rewrite w ON w.ev_class = r.oid
-    JOIN pg_depend d ON d.classid = 'pg_rewrite'::regclass AND d.objid = w.oid
-    UNION
-    SELECT r.relname, d.refclassid, d.refobjid FROM user_rels r
-    JOIN pg_policy p ON p.polrelid = r.oid
-    JOIN pg_depend d ON d.classid = 'pg_policy'::regclass AND d.objid = p.oid
-),
-dependency_functions AS (
-    SELECT via, refobjid AS proc FROM dependencies WHERE refclassid = 'pg_proc'::regclass
-    UNION
-    SELECT via, o.oprcode FROM dependencies JOIN pg_operator o ON o.oid = refobjid
-    WHERE refclassid = 'pg_operator'::regclass
+seed_trees(label, bucket, tree) AS (
+    SELECT r.relname, 'row', w.ev_action::text FROM user_rels r
+    JOIN pg_rewrite w ON w.ev_class = r.oid AND w.ev_type = '1'
+    UNION ALL
+    SELECT r.relname, 'row', e.tree FROM user_rels r JOIN pg_policy p ON p.polrelid = r.oid
+    CROSS JOIN LATERAL unnest(ARRAY[p.polqual::text, p.polwithcheck::text]) AS e(tree) WHERE e.tree IS NOT NULL
 ),
 seed_types(label, bucket, oid) AS (
     SELECT to_regtype(name)::text, 'row', to_regtype(name)::oid FROM unnest(%(types)s::text[]) AS name
     WHERE to_regtype(name) IS NOT NULL
 ),
-seed_trees(label, bucket, tree) AS (SELECT NULL::text, NULL::text, NULL::text WHERE false),
 seed_functions(label, bucket, proc) AS (SELECT NULL::text, NULL::text, NULL::oid WHERE false),
-{reached_code}
-SELECT n.nspname, p.proname, {volatility}, true, p.pronargs >= 1 AND p.pronargs - p.pronargdefaults <= 1,
-       f.via, false, {extension}
-FROM dependency_functions f JOIN pg_proc p ON p.oid = f.proc JOIN pg_namespace n ON n.oid = p.pronamespace
-UNION ALL
+{reached_code},
+met_types(oid) AS (
+    SELECT oid FROM reached_types
+    UNION
+    SELECT a.atttypid FROM user_rels r JOIN pg_attribute a ON a.attrelid = r.oid
+    WHERE a.attnum > 0 AND NOT a.attisdropped
+),
+cast_functions(label, proc) AS (
+    SELECT 'the cast from ' || format_type(c.castsource, NULL) || ' to ' || format_type(c.casttarget, NULL),
+           c.castfunc
+    FROM pg_cast c WHERE c.castfunc >= 16384
+      AND ((c.castsource >= 16384 AND c.castsource IN (SELECT oid FROM met_types))
+           OR (c.casttarget >= 16384 AND c.casttarget IN (SELECT oid FROM met_types)))
+)
 SELECT n.nspname, p.proname, {volatility}, true, false, f.label, false, {extension}
 FROM code_functions f JOIN pg_proc p ON p.oid = f.proc JOIN pg_namespace n ON n.oid = p.pronamespace
 WHERE f.bucket = 'row'
+UNION ALL
+SELECT n.nspname, p.proname, {volatility}, true, false, f.label, false, {extension}
+FROM cast_functions f JOIN pg_proc p ON p.oid = f.proc JOIN pg_namespace n ON n.oid = p.pronamespace
 UNION ALL
 SELECT n.nspname, p.proname, {volatility}, n.nspname = ANY(current_schemas(true)),
        p.pronargs >= 1 AND p.pronargs - p.pronargdefaults <= 1, NULL, false, {extension}
@@ -73,6 +80,8 @@ UNION ALL
 SELECT n.nspname, o.oprname, {volatility}, n.nspname = ANY(current_schemas(true)), false, NULL, true, {extension}
 FROM pg_operator o JOIN pg_proc p ON p.oid = o.oprcode JOIN pg_namespace n ON n.oid = o.oprnamespace
 WHERE o.oprname = ANY(%(operators)s::text[])
+  AND NOT EXISTS (SELECT 1 FROM unnest(ARRAY[o.oprleft, o.oprright]) AS operand(oid)
+                  WHERE operand.oid >= 16384 AND operand.oid NOT IN (SELECT oid FROM met_types))
 """.format(
     reached_code=REACHED_CODE,
     extension=EXTENSION_MEMBER,
@@ -85,6 +94,12 @@ WHERE o.oprname = ANY(%(operators)s::text[])
 )
 
 
+async def without_jit(connection: Connection) -> None:
+    """For the rest of the transaction: the catalog queries' regular expressions look costly to the planner,
+    which would compile them (JIT) for a second or more, for queries that take milliseconds."""
+    await connection.execute("SELECT set_config('jit', 'off', true)")
+
+
 async def function_facts(
     connection: Connection,
     functions: Sequence[str],
@@ -93,6 +108,7 @@ async def function_facts(
     types: Sequence[str],
 ) -> list[CatalogFunction]:
     """One catalog query, inside the caller's (read-only) transaction."""
+    await without_jit(connection)
     cursor = await connection.execute(
         _FUNCTIONS_SQL,
         {

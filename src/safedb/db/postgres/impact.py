@@ -223,6 +223,15 @@ async def measure_impact(
                     object_lines = await _object_lines(reader, classification, pools)
             if data_change:
                 impact = await _data_impact(pools, statement, classification, obstacles, seconds)
+            elif changed := [kind for kind in classification.kinds if kind in _DRY_RUN_KINDS]:
+                # With a sequence, a lock or a function call besides: neither a dry run nor planning is safe.
+                verbs = ", ".join(str(kind) for kind in changed)
+                others = ", ".join(str(kind) for kind in classification.kinds if kind not in _DRY_RUN_KINDS)
+                line = (
+                    f"Impact preview: no dry run and no planner's estimate ({verbs}, with {others}: effects a "
+                    "rollback may not undo)."
+                )
+                impact = Impact(lines=(line, *object_lines))
             else:
                 impact = Impact(lines=tuple(object_lines))
             if statement.drops_dependents and statement.in_transaction:
@@ -267,7 +276,8 @@ async def _obstacles(
     reached = [_Reached(*row) for row in await cursor.fetchall()]
     for table in reached:
         if table.kind not in ("r", "p"):
-            found.append(_Obstacle(table.name, "it is not an ordinary table"))
+            # A view's own tables (their defaults, which the planner folds) are not examined here.
+            found.append(_Obstacle(table.name, "it is not an ordinary table", blocks_planning=True))
         if table.triggers:
             found.append(_Obstacle(table.name, "it has triggers"))
         if table.rules:
@@ -285,6 +295,7 @@ async def _obstacles(
             found.append(
                 _Obstacle(table.name, "an identity column draws from a sequence, which a rollback does not undo")
             )
+    await catalog.without_jit(connection)
     cursor = await connection.execute(_TABLE_CODE_SQL, {**targets, **PATTERNS})
     for name, bucket, schema, function_name, volatility, extension in await cursor.fetchall():
         function = CatalogFunction.from_stored_code(schema, function_name, volatility, extension)

@@ -10,16 +10,20 @@ domain brings that domain's checks along.
 from __future__ import annotations
 
 # Parameters of `REACHED_CODE`: in a stored expression's text, the OIDs of the functions it calls, of the
-# operators it applies (each is judged by its function), and of the types it produces or reads.
+# operators it applies (each is judged by its function), and of the types it produces or reads; and of
+# the relations a stored query reads (a view's, a policy's subquery).
 PATTERNS = {
     "function_oids": r":(?:funcid|opfuncid|aggfnoid|winfnoid|hashfuncid|negfuncid) (\d+)",
     "operator_oids": r":opno (\d+)",
     "type_oids": r":[a-z_]*type[a-z_]* (\d+)",
+    "relation_oids": r":relid (\d+)",
 }
 
-# Whether the function `p` (a `pg_proc` row) belongs to an installed extension.
-EXTENSION_MEMBER = """EXISTS (SELECT 1 FROM pg_depend e WHERE e.classid = 'pg_proc'::regclass AND e.objid = p.oid
-    AND e.refclassid = 'pg_extension'::regclass AND e.deptype = 'e')"""
+# Whether the function `p` (a `pg_proc` row) was installed by an extension: a member of one, owned by a
+# superuser (an extension's owner may add functions of its own to it, which stay theirs).
+EXTENSION_MEMBER = """(EXISTS (SELECT 1 FROM pg_depend e WHERE e.classid = 'pg_proc'::regclass AND e.objid = p.oid
+    AND e.refclassid = 'pg_extension'::regclass AND e.deptype = 'e')
+    AND EXISTS (SELECT 1 FROM pg_roles o WHERE o.oid = p.proowner AND o.rolsuper))"""
 
 # Common table expressions for a `WITH RECURSIVE` query that defines the seeds first:
 #   seed_trees(label text, bucket text, tree text)   stored expressions (as text) that run;
