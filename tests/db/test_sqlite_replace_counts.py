@@ -11,6 +11,7 @@ import pytest
 
 from safedb.db.backend import QueryLimits
 from safedb.db.sqlite.backend import SqliteDatabase
+from safedb.errors import QueryFailed
 from tests.helpers import rows
 
 pytestmark = pytest.mark.anyio
@@ -89,6 +90,10 @@ async def test_what_a_replace_deletes_is_what_the_preview_warned_of(database: tu
         ("INSERT INTO plain VALUES (1, 'x'), (2, 'y')", 2),
         ("UPDATE accounts SET email = 'c@example.com' WHERE id = 2", 1),
         ("DELETE FROM tags WHERE name = 'blue'", 1),
+        # The word alone, in a comment, a string, a name or the replace() function, resolves no conflict.
+        ("DELETE FROM plain WHERE id = 1 OR label = 'replace' /* replace */", 0),
+        ("UPDATE accounts SET email = replace(email, 'a@', 'c@') WHERE id = 1", 1),
+        ('UPDATE plain SET label = "replace" WHERE 0 -- replace', 0),
     ],
 )
 async def test_other_changes_keep_their_count(database: tuple[SqliteDatabase, Path], sql: str, rows: int) -> None:
@@ -96,3 +101,30 @@ async def test_other_changes_keep_their_count(database: tuple[SqliteDatabase, Pa
     impact = await served.preview(await served.classify(sql))
     assert impact.rows_affected == rows
     assert "REPLACE" not in " ".join(impact.lines)
+
+
+async def test_a_table_redefined_to_replace_while_the_person_decides_stops_the_counted_change(
+    database: tuple[SqliteDatabase, Path],
+) -> None:
+    """Another connection gives `accounts.email` ON CONFLICT REPLACE after the question showed 1 row: the
+    insert would delete account 1 unseen, and REPLACE deletions reach no authorizer and no count."""
+    served, path = database
+    classification = await served.classify("INSERT INTO accounts (email) VALUES ('c@example.com')")
+    impact = await served.preview(classification)
+    assert impact.rows_affected == 1
+    with sqlite3.connect(path) as other:
+        other.executescript(
+            """
+            DROP TRIGGER events_sync;
+            CREATE TABLE accounts_new (id INTEGER PRIMARY KEY, email TEXT UNIQUE ON CONFLICT REPLACE);
+            INSERT INTO accounts_new SELECT * FROM accounts;
+            DROP TABLE accounts;
+            ALTER TABLE accounts_new RENAME TO accounts;
+            UPDATE accounts SET email = 'c@example.com' WHERE id = 1;
+            """
+        )
+
+    with pytest.raises(QueryFailed, match="may REPLACE conflicting rows"):
+        await served.write(classification, impact.rows_affected)
+
+    assert table(path, "accounts") == [(1, "c@example.com"), (2, "b@example.com")]

@@ -32,7 +32,8 @@ def pg(postgres_cluster: PostgresServer) -> Iterator[PgDatabase]:
     postgres_cluster.drop_database(name)
 
 
-async def test_a_name_means_the_same_table_to_the_checks_the_dry_run_and_the_approved_run(pg: PgDatabase) -> None:
+async def delete_the_first_two_rows_of_t(pg: PgDatabase) -> None:
+    """Classify, preview and run `DELETE FROM t WHERE id <= 2`; both the count and the rows must be public.t's."""
     database = pg.open()
     try:
         classification = await database.classify("DELETE FROM t WHERE id <= 2")
@@ -43,6 +44,11 @@ async def test_a_name_means_the_same_table_to_the_checks_the_dry_run_and_the_app
 
     assert impact.rows_affected == 2
     assert pg.rows("SELECT id FROM public.t ORDER BY id") == [(3,), (4,), (5,)]
+
+
+async def test_a_name_means_the_same_table_to_the_checks_the_dry_run_and_the_approved_run(pg: PgDatabase) -> None:
+    await delete_the_first_two_rows_of_t(pg)
+
     assert pg.rows(f'SELECT count(*) FROM "{WRITER}".t') == [(50,)]
 
 
@@ -54,16 +60,8 @@ async def test_a_schema_the_reader_may_not_use_is_not_searched_by_the_writer_eit
         f'CREATE TABLE "{READER}".t (id integer, v text)',
         f"INSERT INTO \"{READER}\".t VALUES (1, 'hidden'), (2, 'hidden')",
     )
-    database = pg.open()
-    try:
-        classification = await database.classify("DELETE FROM t WHERE id <= 2")
-        impact = await database.preview(classification)
-        await database.write(classification, impact.rows_affected)
-    finally:
-        await database.aclose()
+    await delete_the_first_two_rows_of_t(pg)
 
-    assert impact.rows_affected == 2
-    assert pg.rows("SELECT id FROM public.t ORDER BY id") == [(3,), (4,), (5,)]
     assert pg.rows(f'SELECT count(*) FROM "{READER}".t') == [(2,)]
 
 

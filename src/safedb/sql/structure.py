@@ -82,6 +82,22 @@ def _unparsed(sql: str, dialect: str) -> StatementShape:
     return StatementShape(root="unparsed", read_form=False, insert_variant=_insert_variant_from_tokens(sql, dialect))
 
 
+def says_replace(sql: str) -> bool:
+    """Whether SQLite statement text uses REPLACE as a keyword (`REPLACE INTO`, `OR REPLACE`, `ON CONFLICT
+    REPLACE`): not in a comment, a string or a name, nor as the `replace()` function. True when the text
+    cannot be tokenized."""
+    if "replace" not in sql.lower():
+        return False  # the common case, without tokenizing
+    try:
+        tokens = sqlglot.tokenize(sql, read="sqlite")
+    except SqlglotError:
+        return True
+    return any(
+        token.token_type is TokenType.REPLACE and (following is None or following.token_type is not TokenType.L_PAREN)
+        for token, following in zip(tokens, [*tokens[1:], None], strict=True)
+    )
+
+
 def _insert_variant_from_tokens(sql: str, dialect: str) -> ChangeKind | None:
     """REPLACE or UPSERT from the statement's top-level words (outside parentheses), e.g. after a WITH clause."""
     try:

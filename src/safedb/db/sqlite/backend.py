@@ -27,7 +27,7 @@ from safedb.db.backend import (
 from safedb.db.results import fetch_capped
 from safedb.db.sqlite import connections
 from safedb.db.sqlite.connections import Authorizer, GuardedConnection, quote_identifier
-from safedb.db.sqlite.impact import measure_impact, rows_changed
+from safedb.db.sqlite.impact import may_replace, measure_impact, rows_changed
 from safedb.db.sqlite.inspector import SchemaFacts, inspect_statement, schema_facts, schema_version, shadow_table_names
 from safedb.db.sqlite.known_statements import KnownStatements
 from safedb.errors import QueryFailed, QueryTimeout, RowCountChanged
@@ -278,6 +278,14 @@ class SqliteDatabase:
         if in_transaction:
             connection.execute("BEGIN IMMEDIATE")
         try:
+            # The count shown holds only where nothing may REPLACE; another connection may have changed a
+            # table's definition since (ON CONFLICT REPLACE), and such deletions raise no authorizer event.
+            if approved_rows is not None and may_replace(connection, approved):
+                raise QueryFailed(
+                    "Since the question was asked, the schema changed so that the statement may REPLACE "
+                    "conflicting rows, which SQLite does not count: the approved row count cannot hold. Nothing "
+                    "was changed; ask again."
+                )
             total_before = connection.total_changes
             connection.set_authorizer(approved_only(approved, shadow_table_names(connection)))
             cursor = connection.execute(approved.statement)

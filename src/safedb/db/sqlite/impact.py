@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 import sqlite3
 from collections.abc import Callable
 
@@ -10,10 +9,10 @@ from safedb import wording
 from safedb.db.backend import Impact
 from safedb.db.sqlite.connections import quote_identifier, roll_back, was_stopped
 from safedb.sql.classification import ChangeCategory, ChangeKind, Classification, ObjectType
+from safedb.sql.structure import says_replace
 
 Authorizer = Callable[[int, str | None, str | None, str | None, str | None], int]
 
-_REPLACE_WORD = re.compile(r"\breplace\b", re.IGNORECASE)
 _WRITES_ROWS = frozenset({ChangeKind.INSERT, ChangeKind.UPDATE, ChangeKind.REPLACE, ChangeKind.UPSERT})
 
 
@@ -59,7 +58,7 @@ def _dry_run(
         # The statement's own rows, without its triggers' (shown, not bound).
         (own,) = connection.execute("SELECT changes()").fetchone() if total else (0,)
         virtual = total > own and _changes_virtual_table(connection, classification)
-        may_replace = _may_replace(connection, classification)
+        replaces = may_replace(connection, classification)
     except sqlite3.Error as exc:
         if was_stopped(exc):
             raise
@@ -73,7 +72,7 @@ def _dry_run(
         line += f"; {wording.rows(total)} in all, counting what the virtual table's module writes to its own tables"
     elif total > own:
         line += f"; {wording.rows(total)} in all, including changes made by triggers"
-    if may_replace:
+    if replaces:
         line += (
             ". REPLACE may also delete rows that conflict on a unique key, and SQLite does not count those: "
             "they are not in this number"
@@ -96,12 +95,12 @@ def _changes_virtual_table(connection: sqlite3.Connection, classification: Class
     )
 
 
-def _may_replace(connection: sqlite3.Connection, classification: Classification) -> bool:
+def may_replace(connection: sqlite3.Connection, classification: Classification) -> bool:
     """Whether REPLACE conflict resolution may delete rows as the statement runs, which SQLite's change counts
     leave out: the statement says REPLACE, or a trigger on a table it changes, or the definition of a table
-    it writes rows into. Any use of the word counts (a `replace()` call too): a false alarm costs only the
-    binding of the count."""
-    if _REPLACE_WORD.search(classification.statement):
+    it writes rows into. The word counts as a keyword, not in a comment, a string or a name, nor as the
+    `replace()` function: otherwise a comment would switch off the binding of the count."""
+    if says_replace(classification.statement):
         return True
     # The kinds of definitions to search, per changed table (a statement may change one table several ways).
     # A view's INSTEAD OF triggers are on the view: its changes name it as their target.
@@ -115,7 +114,7 @@ def _may_replace(connection: sqlite3.Connection, classification: Classification)
         definitions = connection.execute(
             f"SELECT type, sql FROM {_qualified('sqlite_schema', schema)} WHERE tbl_name = ? COLLATE NOCASE", (table,)
         )
-        if any(kind in kinds and _REPLACE_WORD.search(sql or "") for kind, sql in definitions):
+        if any(kind in kinds and says_replace(sql or "") for kind, sql in definitions):
             return True
     return False
 
