@@ -58,6 +58,36 @@ SETUP = (
     "RETURN $1; END $$",
     "CREATE TABLE beneath (a integer, b integer DEFAULT folded(1))",
     "CREATE VIEW above AS SELECT a FROM beneath",
+    # A partition key computed by a user function: routing calls it for every row.
+    "CREATE FUNCTION keyed(integer) RETURNS integer LANGUAGE plpgsql IMMUTABLE AS "
+    "$$ BEGIN PERFORM nextval('moved'); RETURN $1; END $$",
+    "CREATE TABLE parted (id integer, v integer) PARTITION BY RANGE (keyed(id))",
+    "CREATE TABLE parted_low PARTITION OF parted FOR VALUES FROM (0) TO (1000)",
+    "INSERT INTO parted VALUES (1, 1)",
+    # A user-defined implicit cast from an enum to text: a foreign key's check applies it, and so does a
+    # statement that meets the enum inside a row or an array.
+    "CREATE TYPE color AS ENUM ('red', 'green')",
+    "CREATE FUNCTION color_text(color) RETURNS text LANGUAGE plpgsql VOLATILE AS "
+    "$$ BEGIN PERFORM nextval('moved'); RETURN $1::name::text; END $$",
+    "CREATE CAST (color AS text) WITH FUNCTION color_text(color) AS IMPLICIT",
+    "CREATE TABLE named (name text PRIMARY KEY)",
+    "INSERT INTO named VALUES ('red'), ('blue')",
+    "CREATE TABLE colored (c color REFERENCES named (name))",
+    "INSERT INTO colored VALUES ('red')",
+    "CREATE TYPE paint AS (c color)",
+    "CREATE TABLE paints (p paint, cs color[])",
+    "INSERT INTO paints VALUES (ROW('red'), ARRAY['green']::color[])",
+    "CREATE TABLE words (t text, ts text[])",
+    # A rule's action, which planning takes in and folds.
+    "CREATE TABLE ruled (id integer)",
+    "CREATE TABLE ruled_log (id integer)",
+    "CREATE RULE logged AS ON INSERT TO ruled DO ALSO INSERT INTO ruled_log VALUES (folded(1))",
+    # A policy the reader's count(*) would run.
+    "CREATE TABLE watched (id integer)",
+    "INSERT INTO watched VALUES (1)",
+    "ALTER TABLE watched ENABLE ROW LEVEL SECURITY",
+    f"CREATE POLICY counting ON watched FOR SELECT TO {READER} USING (folded(1) > 0)",
+    f"GRANT SELECT ON watched TO {READER}",
 )
 
 
@@ -121,6 +151,12 @@ def _alive(pg: PgDatabase, pid: int) -> bool:
         "DELETE FROM plain WHERE id IN (SELECT x FROM resets)",
         "DELETE FROM plain WHERE id IN (SELECT id FROM guarded)",
         "INSERT INTO casted VALUES (5)",
+        "INSERT INTO parted VALUES (5, 5)",
+        "UPDATE parted SET id = id + 1",
+        "DELETE FROM named WHERE name = 'blue'",
+        "INSERT INTO words (t) SELECT (p).c FROM paints",
+        "INSERT INTO words (ts) SELECT cs FROM paints",
+        "INSERT INTO words (t) SELECT cs[1] FROM paints",
     ],
 )
 async def test_a_preview_never_moves_a_sequence_through_stored_code(pg: PgDatabase, sql: str) -> None:
@@ -153,6 +189,7 @@ async def test_a_cast_to_a_domain_is_judged_by_the_functions_its_checks_call(pg:
         ("SELECT * FROM ends", ChangeKind.FUNCTION_CALL),
         ("SELECT * FROM guarded", ChangeKind.SEQUENCE),
         ("SELECT 5::boxed", ChangeKind.FUNCTION_CALL),
+        ("SELECT upper((p).c) FROM paints", ChangeKind.FUNCTION_CALL),
     ],
 )
 async def test_a_read_that_runs_code_with_effects_asks(pg: PgDatabase, sql: str, kind: ChangeKind) -> None:
@@ -239,6 +276,38 @@ async def test_the_planner_is_not_asked_through_an_updatable_view(
 
     assert _alive(pg, victim.info.backend_pid)
     assert "no dry run and no planner's estimate" in impact.lines[0]
+
+
+async def test_the_planner_is_not_asked_for_a_table_with_rules(
+    pg: PgDatabase, victim: psycopg.Connection[tuple[object, ...]]
+) -> None:
+    (impact,) = await pg.previews("INSERT INTO ruled VALUES (5)")
+
+    assert _alive(pg, victim.info.backend_pid)
+    assert "no dry run and no planner's estimate" in impact.lines[0]
+
+
+async def test_a_size_preview_does_not_count_rows_through_a_policy(
+    pg: PgDatabase, victim: psycopg.Connection[tuple[object, ...]]
+) -> None:
+    """Counting would run the policy's function as the reader; the planner's estimate stands in."""
+    (impact,) = await pg.previews("TRUNCATE watched")
+
+    assert _alive(pg, victim.info.backend_pid)
+    assert "about" in impact.lines[0]
+
+
+async def test_a_drop_dry_run_does_not_queue_for_a_lock_others_would_wait_behind(pg: PgDatabase) -> None:
+    pg.run_as_owner("CREATE TABLE busy (id integer)")
+    with pg.server.connect(pg.name, WRITER) as holder:
+        holder.autocommit = False
+        holder.execute(b"SELECT * FROM busy")  # holds ACCESS SHARE until the transaction ends
+        (impact,) = await pg.previews("DROP TABLE busy")
+        waiting = pg.rows("SELECT count(*) FROM pg_locks WHERE NOT granted")
+        holder.rollback()
+
+    assert "lock timeout" in " ".join(impact.lines)
+    assert waiting == [(0,)]
 
 
 async def test_the_planner_is_not_asked_when_it_may_run_a_user_function(

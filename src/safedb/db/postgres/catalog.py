@@ -9,7 +9,7 @@ from psycopg import sql
 
 from safedb.db.backend import ColumnInfo
 from safedb.db.postgres.connections import Connection, quoted
-from safedb.db.postgres.stored_code import EXTENSION_MEMBER, PATTERNS, REACHED_CODE
+from safedb.db.postgres.stored_code import EXTENSION_MEMBER, MET_TYPES, PATTERNS, REACHED_CODE
 from safedb.sql.postgres_functions import CatalogFunction
 from safedb.sql.postgres_tree import QualifiedName
 
@@ -18,8 +18,8 @@ from safedb.sql.postgres_tree import QualifiedName
 # their stored expressions (see `stored_code`: built-ins too), and those of the domains it casts to; and
 # the user-defined casts from or to the types it meets, which PostgreSQL may apply unasked (assignment and
 # implicit casts do not show in the statement). The types it meets: those it casts to, its relations'
-# columns, and what these reach (`stored_code`). A cast or an operator of a user-defined type (OID past
-# the built-ins, 16384) counts only where the statement meets that type.
+# columns, and every type inside these (`stored_code.MET_TYPES`). A cast or an operator of a user-defined
+# type counts only where the statement meets that type.
 _FUNCTIONS_SQL = """
 WITH RECURSIVE
 user_rels(oid, relname) AS (
@@ -52,25 +52,19 @@ seed_types(label, bucket, oid) AS (
 ),
 seed_functions(label, bucket, proc) AS (SELECT NULL::text, NULL::text, NULL::oid WHERE false),
 {reached_code},
-met_types(oid) AS (
+met_seed(oid) AS (
     SELECT oid FROM reached_types
     UNION
     SELECT a.atttypid FROM user_rels r JOIN pg_attribute a ON a.attrelid = r.oid
     WHERE a.attnum > 0 AND NOT a.attisdropped
 ),
-cast_functions(label, proc) AS (
-    SELECT 'the cast from ' || format_type(c.castsource, NULL) || ' to ' || format_type(c.casttarget, NULL),
-           c.castfunc
-    FROM pg_cast c WHERE c.castfunc >= 16384
-      AND ((c.castsource >= 16384 AND c.castsource IN (SELECT oid FROM met_types))
-           OR (c.casttarget >= 16384 AND c.casttarget IN (SELECT oid FROM met_types)))
-)
+{met_types}
 SELECT n.nspname, p.proname, {volatility}, true, false, f.label, false, {extension}
 FROM code_functions f JOIN pg_proc p ON p.oid = f.proc JOIN pg_namespace n ON n.oid = p.pronamespace
 WHERE f.bucket = 'row'
 UNION ALL
 SELECT n.nspname, p.proname, {volatility}, true, false, f.label, false, {extension}
-FROM cast_functions f JOIN pg_proc p ON p.oid = f.proc JOIN pg_namespace n ON n.oid = p.pronamespace
+FROM user_casts f JOIN pg_proc p ON p.oid = f.proc JOIN pg_namespace n ON n.oid = p.pronamespace
 UNION ALL
 SELECT n.nspname, p.proname, {volatility}, n.nspname = ANY(current_schemas(true)),
        p.pronargs >= 1 AND p.pronargs - p.pronargdefaults <= 1, NULL, false, {extension}
@@ -84,6 +78,7 @@ WHERE o.oprname = ANY(%(operators)s::text[])
                   WHERE operand.oid >= 16384 AND operand.oid NOT IN (SELECT oid FROM met_types))
 """.format(
     reached_code=REACHED_CODE,
+    met_types=MET_TYPES,
     extension=EXTENSION_MEMBER,
     # An aggregate is recorded as immutable whatever it calls: it is as volatile as its support functions.
     volatility="""CASE WHEN p.prokind = 'a' THEN (

@@ -30,7 +30,7 @@ from safedb.db.postgres.connections import (
     read_transaction,
     set_statement_timeout,
 )
-from safedb.db.postgres.stored_code import EXTENSION_MEMBER, PATTERNS, REACHED_CODE
+from safedb.db.postgres.stored_code import EXTENSION_MEMBER, MET_TYPES, PATTERNS, REACHED_CODE
 from safedb.sql.classification import ChangeKind, Classification, DatabaseObject, ObjectType
 from safedb.sql.postgres_classifier import PostgresStatement
 from safedb.sql.postgres_functions import (
@@ -100,19 +100,29 @@ seed_trees(label, bucket, tree) AS (
     UNION ALL
     SELECT p.polrelid::regclass::text, 'row', e.tree FROM pg_policy p JOIN closure ON closure.oid = p.polrelid
     CROSS JOIN LATERAL unnest(ARRAY[p.polqual::text, p.polwithcheck::text]) AS e(tree) WHERE e.tree IS NOT NULL
+    UNION ALL
+    SELECT t.partrelid::regclass::text, 'row', t.partexprs::text FROM pg_partitioned_table t
+    JOIN closure ON closure.oid = t.partrelid WHERE t.partexprs IS NOT NULL
 ),
 seed_types(label, bucket, oid) AS (
     SELECT a.attrelid::regclass::text, 'row', a.atttypid FROM pg_attribute a JOIN closure ON closure.oid = a.attrelid
     WHERE a.attnum > 0 AND NOT a.attisdropped
 ),
 seed_functions(label, bucket, proc) AS (
+    -- Exclusion constraints' operators, and the equality operators of foreign keys' checks.
     SELECT con.conrelid::regclass::text, 'row', o.oprcode::oid FROM pg_constraint con
     JOIN closure ON closure.oid = con.conrelid
-    CROSS JOIN LATERAL unnest(con.conexclop) AS x(op) JOIN pg_operator o ON o.oid = x.op
+    CROSS JOIN LATERAL unnest(con.conexclop || con.conpfeqop || con.conppeqop || con.conffeqop) AS x(op)
+    JOIN pg_operator o ON o.oid = x.op
 ),
-{REACHED_CODE}
+{REACHED_CODE},
+met_seed(oid) AS (SELECT oid FROM seed_types UNION SELECT oid FROM reached_types),
+{MET_TYPES}
 SELECT DISTINCT f.label, f.bucket, n.nspname, p.proname, p.provolatile::text, {EXTENSION_MEMBER}
 FROM code_functions f JOIN pg_proc p ON p.oid = f.proc JOIN pg_namespace n ON n.oid = p.pronamespace
+UNION
+SELECT f.label, 'always', n.nspname, p.proname, p.provolatile::text, {EXTENSION_MEMBER}
+FROM user_casts f JOIN pg_proc p ON p.oid = f.proc JOIN pg_namespace n ON n.oid = p.pronamespace
 """
 
 # Tables a foreign key carries the change to. Deletes travel on through ON DELETE CASCADE; updates of a
@@ -158,11 +168,12 @@ _CASCADES = {
     ),
 }
 
+_DRY_RUN_LOCK_WAIT = "100ms"
 _EVENT_TRIGGERS_SQL = "SELECT EXISTS (SELECT 1 FROM pg_event_trigger WHERE evtenabled <> 'D')"
 _CASCADED = "drop cascades to "
 
 _SIZE_SQL = """
-SELECT c.relkind::text, pg_total_relation_size(c.oid), c.reltuples::bigint FROM pg_class c
+SELECT c.relkind::text, pg_total_relation_size(c.oid), c.reltuples::bigint, c.relrowsecurity FROM pg_class c
 WHERE c.oid = to_regclass(%(name)s)
 """
 _SCHEMA_SQL = """
@@ -281,7 +292,8 @@ async def _obstacles(
         if table.triggers:
             found.append(_Obstacle(table.name, "it has triggers"))
         if table.rules:
-            found.append(_Obstacle(table.name, "it has rules"))
+            # Planning takes in the rules' actions, and folds what they call.
+            found.append(_Obstacle(table.name, "it has rules", blocks_planning=True))
         if table.row_security:
             # Its policies may read views, whose functions the scan of stored code below does not follow.
             found.append(_Obstacle(table.name, "it has row-level security policies", blocks_planning=True))
@@ -307,6 +319,8 @@ async def _obstacles(
         elif bucket == "row" and name in writing:
             place = "its constraints, generated columns, indexes or column types call"
             found.append(_Obstacle(name, f"{place} {_described(function)} for each row written", planning))
+        elif bucket == "always":  # a cast PostgreSQL may apply anywhere, a foreign key's check too
+            found.append(_Obstacle(name, f"calls {_described(function)}", planning))
         elif planning:
             # Not run by this statement, but planning it may fold or inline the function.
             found.append(_Obstacle(name, f"planning may call {_described(function)}", planning))
@@ -407,6 +421,9 @@ async def _drop_lines(pools: Pools, statement: PostgresStatement, seconds: float
         try:
             async with connection.transaction(force_rollback=True):
                 await set_statement_timeout(connection, seconds)
+                # A DROP waits for its ACCESS EXCLUSIVE lock, and every session that comes after waits
+                # behind it: the dry run takes the lock at once or not at all.
+                await connection.execute("SELECT set_config('lock_timeout', %s, true)", (_DRY_RUN_LOCK_WAIT,))
                 cursor = await connection.execute(_EVENT_TRIGGERS_SQL)
                 row = await cursor.fetchone()
                 if row is None or row[0]:
@@ -494,8 +511,10 @@ async def _object_line(connection: Connection, kind: ChangeKind, target: Databas
         row = await cursor.fetchone()
         if row is None:
             return None
-        relkind, size, estimate = row
-        count = await _exact_count(connection, target) if relkind in ("r", "p", "m") else None
+        relkind, size, estimate, row_security = row
+        # Counting would run the table's policies, whose functions nobody has judged: the estimate then.
+        counted = relkind in ("r", "p", "m") and not row_security
+        count = await _exact_count(connection, target) if counted else None
         rows = wording.rows(count) if count is not None else f"about {wording.rows(max(int(estimate), 0))}"
         held = f"{rows}, {_bytes(int(size))}" if relkind in ("r", "p", "m") else _bytes(int(size))
         if kind in (ChangeKind.DROP, ChangeKind.TRUNCATE):

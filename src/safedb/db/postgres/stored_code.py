@@ -79,3 +79,33 @@ code_functions(label, bucket, proc) AS (
         CROSS JOIN LATERAL unnest(ARRAY[g.rngcanonical::oid, g.rngsubdiff::oid]) AS f(proc)
     WHERE f.proc <> 0
 )"""
+
+
+# Common table expressions for a `WITH RECURSIVE` query that defines met_seed(oid) first: the types whose
+# values the statement may handle. They define met_types(oid), those types and every type inside them (a
+# domain's base, an array's element, a row's fields, a range's subtype), and user_casts(label, proc): the
+# user-defined casts from or to a user-defined type among them, which PostgreSQL applies unasked as
+# assignment and implicit casts (also in a foreign key's checks). A cast or an operator of a user-defined
+# type (OID past the built-ins, 16384) matters only where such values are.
+MET_TYPES = """
+met_types(oid) AS (
+    SELECT oid FROM met_seed
+    UNION
+    SELECT next.oid FROM met_types m JOIN pg_type t ON t.oid = m.oid
+    CROSS JOIN LATERAL (
+        SELECT t.typbasetype WHERE t.typbasetype <> 0
+        UNION ALL
+        SELECT t.typelem WHERE t.typelem <> 0
+        UNION ALL
+        SELECT a.atttypid FROM pg_attribute a WHERE a.attrelid = t.typrelid AND a.attnum > 0 AND NOT a.attisdropped
+        UNION ALL
+        SELECT g.rngsubtype FROM pg_range g WHERE g.rngtypid = t.oid
+    ) AS next(oid)
+),
+user_casts(label, proc) AS (
+    SELECT 'the cast from ' || format_type(c.castsource, NULL) || ' to ' || format_type(c.casttarget, NULL),
+           c.castfunc
+    FROM pg_cast c WHERE c.castfunc >= 16384
+      AND ((c.castsource >= 16384 AND c.castsource IN (SELECT oid FROM met_types))
+           OR (c.casttarget >= 16384 AND c.casttarget IN (SELECT oid FROM met_types)))
+)"""
