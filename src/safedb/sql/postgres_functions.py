@@ -115,7 +115,8 @@ class CatalogFunction:
     operator: bool = False
     """The row is an operator named in the statement (`name` is its symbol), judged by its function."""
     extension: bool = False
-    """The function belongs to an installed extension: trusted by its label, as built-ins are."""
+    """The function was installed by an extension (a member, owned by a superuser): trusted by its label, as
+    built-ins are (see `safedb.db.postgres.stored_code.EXTENSION_MEMBER`)."""
 
     @classmethod
     def from_stored_code(cls, schema: str, name: str, volatility: str, extension: bool) -> CatalogFunction:
