@@ -25,13 +25,23 @@ EXTENSION_MEMBER = """(EXISTS (SELECT 1 FROM pg_depend e WHERE e.classid = 'pg_p
     AND e.refclassid = 'pg_extension'::regclass AND e.deptype = 'e')
     AND EXISTS (SELECT 1 FROM pg_roles o WHERE o.oid = p.proowner AND o.rolsuper))"""
 
+# The types directly inside the type `t` (a `pg_type` row): a domain's base, an array's element, a row's
+# fields, a range's subtype.
+_TYPES_INSIDE = """        SELECT t.typbasetype WHERE t.typbasetype <> 0
+        UNION ALL
+        SELECT t.typelem WHERE t.typelem <> 0
+        UNION ALL
+        SELECT a.atttypid FROM pg_attribute a WHERE a.attrelid = t.typrelid AND a.attnum > 0 AND NOT a.attisdropped
+        UNION ALL
+        SELECT g.rngsubtype FROM pg_range g WHERE g.rngtypid = t.oid"""
+
 # Common table expressions for a `WITH RECURSIVE` query that defines the seeds first:
 #   seed_trees(label text, bucket text, tree text)   stored expressions (as text) that run;
 #   seed_types(label text, bucket text, oid oid)     types whose values are written or produced;
 #   seed_functions(label text, bucket text, proc oid) functions known to run.
 # They define code_functions(label, bucket, proc): every function reached, under its seed's label and
 # bucket, except that a domain's default goes to the bucket 'default' (it runs only where a default does).
-REACHED_CODE = """
+REACHED_CODE = f"""
 reached_types(label, bucket, oid) AS (
     SELECT label, bucket, oid FROM seed_types
     UNION
@@ -40,13 +50,7 @@ reached_types(label, bucket, oid) AS (
     UNION
     SELECT r.label, r.bucket, next.oid FROM reached_types r JOIN pg_type t ON t.oid = r.oid
     CROSS JOIN LATERAL (
-        SELECT t.typbasetype WHERE t.typbasetype <> 0
-        UNION ALL
-        SELECT t.typelem WHERE t.typelem <> 0
-        UNION ALL
-        SELECT a.atttypid FROM pg_attribute a WHERE a.attrelid = t.typrelid AND a.attnum > 0 AND NOT a.attisdropped
-        UNION ALL
-        SELECT g.rngsubtype FROM pg_range g WHERE g.rngtypid = t.oid
+{_TYPES_INSIDE}
         UNION ALL
         SELECT g.rngtypid FROM pg_range g WHERE g.rngmultitypid = t.oid
         UNION ALL
@@ -87,19 +91,13 @@ code_functions(label, bucket, proc) AS (
 # user-defined casts from or to a user-defined type among them, which PostgreSQL applies unasked as
 # assignment and implicit casts (also in a foreign key's checks). A cast or an operator of a user-defined
 # type (OID past the built-ins, 16384) matters only where such values are.
-MET_TYPES = """
+MET_TYPES = f"""
 met_types(oid) AS (
     SELECT oid FROM met_seed
     UNION
     SELECT next.oid FROM met_types m JOIN pg_type t ON t.oid = m.oid
     CROSS JOIN LATERAL (
-        SELECT t.typbasetype WHERE t.typbasetype <> 0
-        UNION ALL
-        SELECT t.typelem WHERE t.typelem <> 0
-        UNION ALL
-        SELECT a.atttypid FROM pg_attribute a WHERE a.attrelid = t.typrelid AND a.attnum > 0 AND NOT a.attisdropped
-        UNION ALL
-        SELECT g.rngsubtype FROM pg_range g WHERE g.rngtypid = t.oid
+{_TYPES_INSIDE}
     ) AS next(oid)
 ),
 user_casts(label, proc) AS (
