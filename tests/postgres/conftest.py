@@ -10,6 +10,7 @@ import pytest
 
 from safedb.db.backend import Impact, QueryLimits
 from safedb.db.postgres import PostgresDatabase
+from safedb.sql.classification import Classification
 from tests.conftest_postgres import fresh_database
 from tests.postgres_server import READER, WRITER, PostgresServer
 
@@ -48,6 +49,14 @@ class PgDatabase:
         with self.server.connect(self.name, WRITER) as owner:
             for statement in statements:
                 owner.execute(statement.encode())
+
+    async def classifications(self, *statements: str) -> list[Classification]:
+        """How SafeDB judges each statement, as a call would."""
+        database = self.open()
+        try:
+            return [await database.classify(sql) for sql in statements]
+        finally:
+            await database.aclose()
 
     async def previews(self, *statements: str) -> list[Impact]:
         """The impact preview of each statement, as its question would show it."""

@@ -162,11 +162,7 @@ def test_the_reader_role_is_read_only_outside_safedb_too(pg: PgDatabase) -> None
     ],
 )
 async def test_function_volatility_is_resolved_in_the_catalog(pg: PgDatabase, sql: str, kinds: set[ChangeKind]) -> None:
-    database = pg.open()
-    try:
-        classification = await database.classify(sql)
-    finally:
-        await database.aclose()
+    (classification,) = await pg.classifications(sql)
     assert set(classification.kinds) == kinds, classification.changes
 
 

@@ -169,13 +169,9 @@ async def test_a_preview_never_moves_a_sequence_through_stored_code(pg: PgDataba
 
 
 async def test_a_cast_to_a_domain_is_judged_by_the_functions_its_checks_call(pg: PgDatabase) -> None:
-    database = pg.open()
-    try:
-        resetting = await database.classify("SELECT 7::resetting")
-        ending = await database.classify("SELECT 0::ending")
-        nested = await database.classify("SELECT ARRAY[1]::bumped_3[]")
-    finally:
-        await database.aclose()
+    resetting, ending, nested = await pg.classifications(
+        "SELECT 7::resetting", "SELECT 0::ending", "SELECT ARRAY[1]::bumped_3[]"
+    )
 
     assert ChangeKind.SEQUENCE in resetting.kinds
     assert ChangeKind.FUNCTION_CALL in ending.kinds
@@ -194,11 +190,7 @@ async def test_a_cast_to_a_domain_is_judged_by_the_functions_its_checks_call(pg:
 )
 async def test_a_read_that_runs_code_with_effects_asks(pg: PgDatabase, sql: str, kind: ChangeKind) -> None:
     """Through a view or a policy (built-ins included), a cast, or an operator the syntax implies."""
-    database = pg.open()
-    try:
-        classification = await database.classify(sql)
-    finally:
-        await database.aclose()
+    (classification,) = await pg.classifications(sql)
 
     assert kind in classification.kinds
 
@@ -242,11 +234,7 @@ async def test_an_operator_of_a_type_the_statement_never_meets_does_not_count(op
 
 async def test_a_read_of_a_view_over_system_views_stays_a_read(pg: PgDatabase) -> None:
     pg.run_as_owner("CREATE VIEW sessions AS SELECT pid, state FROM pg_stat_activity")
-    database = pg.open()
-    try:
-        classification = await database.classify("SELECT * FROM sessions WHERE pid BETWEEN 1 AND 10")
-    finally:
-        await database.aclose()
+    (classification,) = await pg.classifications("SELECT * FROM sessions WHERE pid BETWEEN 1 AND 10")
 
     assert classification.read_only
 
@@ -359,12 +347,8 @@ async def test_a_function_the_extensions_owner_adds_to_it_is_not_trusted(pg: PgD
 
 async def test_extension_functions_that_run_query_text_ask(pg: PgDatabase) -> None:
     pg.run_as_owner("CREATE EXTENSION IF NOT EXISTS tablefunc")
-    database = pg.open()
-    try:
-        classification = await database.classify(
-            "SELECT * FROM crosstab('SELECT 1, 1, 1') AS t (r integer, c1 integer)"
-        )
-    finally:
-        await database.aclose()
+    (classification,) = await pg.classifications(
+        "SELECT * FROM crosstab('SELECT 1, 1, 1') AS t (r integer, c1 integer)"
+    )
 
     assert ChangeKind.FUNCTION_CALL in classification.kinds

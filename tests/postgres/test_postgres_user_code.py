@@ -97,11 +97,7 @@ async def test_a_user_function_in_a_tables_code_rules_out_the_planner_even_for_a
     ],
 )
 async def test_an_operator_applied_to_a_subquery_or_a_sort_is_judged_by_its_function(pg: PgDatabase, sql: str) -> None:
-    database = pg.open()
-    try:
-        classification = await database.classify(sql)
-    finally:
-        await database.aclose()
+    (classification,) = await pg.classifications(sql)
 
     assert ChangeKind.FUNCTION_CALL in classification.kinds
 
@@ -121,12 +117,8 @@ async def test_a_user_function_named_like_sql_json_is_judged_as_a_call(pg: PgDat
 
 
 async def test_sql_json_syntax_with_no_function_of_its_name_is_not_an_unknown_call(pg: PgDatabase) -> None:
-    database = pg.open()
-    try:
-        classification = await database.classify(
-            "SELECT json_array(1, 2), json_objectagg(k: v) FROM (VALUES ('a', 1)) AS t (k, v)"
-        )
-    finally:
-        await database.aclose()
+    (classification,) = await pg.classifications(
+        "SELECT json_array(1, 2), json_objectagg(k: v) FROM (VALUES ('a', 1)) AS t (k, v)"
+    )
 
     assert classification.read_only

@@ -78,6 +78,7 @@ class PostgresDatabase:
         with _client_deadline(seconds):
             async with self._pools.reader() as connection, translated_errors(seconds), read_transaction(connection):
                 await set_statement_timeout(connection, seconds)
+                await catalog.without_jit(connection)
                 facts = await catalog.function_facts(
                     connection,
                     [ref.name for ref in statement.functions],

@@ -102,8 +102,7 @@ async def function_facts(
     relations: Sequence[QualifiedName],
     types: Sequence[str],
 ) -> list[CatalogFunction]:
-    """One catalog query, inside the caller's (read-only) transaction."""
-    await without_jit(connection)
+    """One catalog query, inside the caller's (read-only) transaction, which has called `without_jit`."""
     cursor = await connection.execute(
         _FUNCTIONS_SQL,
         {

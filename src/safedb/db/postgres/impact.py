@@ -227,6 +227,7 @@ async def measure_impact(
             # The catalog lookups share one read-only session; dry runs and estimates need the writer.
             async with pools.reader() as reader, read_transaction(reader):
                 await set_statement_timeout(reader, seconds)
+                await catalog.without_jit(reader)
                 cascades = await _cascade_lines(reader, classification)
                 if data_change:
                     obstacles = await _obstacles(reader, statement, classification)
@@ -307,7 +308,6 @@ async def _obstacles(
             found.append(
                 _Obstacle(table.name, "an identity column draws from a sequence, which a rollback does not undo")
             )
-    await catalog.without_jit(connection)
     cursor = await connection.execute(_TABLE_CODE_SQL, {**targets, **PATTERNS})
     for name, bucket, schema, function_name, volatility, extension in await cursor.fetchall():
         function = CatalogFunction.from_stored_code(schema, function_name, volatility, extension)
