@@ -84,6 +84,7 @@ KNOWN_SAFE_VOLATILE = frozenset(
 BUILTIN_SCHEMA = "pg_catalog"
 SYSTEM_SCHEMAS = frozenset({BUILTIN_SCHEMA, "information_schema"})
 _SAFE_VOLATILITY = frozenset({"i", "s"})
+_LABELS = {"i": "immutable", "s": "stable", "v": "volatile"}
 
 
 @dataclass(frozen=True, order=True)
@@ -117,6 +118,16 @@ class CatalogFunction:
     extension: bool = False
     """The function was installed by an extension (a member, owned by a superuser): trusted by its label, as
     built-ins are (see `safedb.db.postgres.stored_code.EXTENSION_MEMBER`)."""
+    oid: int = 0
+    body: str | None = None
+    """Why a user-defined function labelled immutable or stable is not harmless after all, to follow "it":
+    what its body calls, or why it cannot be examined (`judged_by_body`); None when its body was found
+    harmless, or was not examined."""
+
+    @property
+    def judged_by_body(self) -> bool:
+        """A user-defined function labelled immutable or stable: in a read, what its body calls decides."""
+        return not trusted(self) and self.volatility in _SAFE_VOLATILITY
 
     @classmethod
     def from_stored_code(cls, schema: str, name: str, volatility: str, extension: bool) -> CatalogFunction:
@@ -168,9 +179,11 @@ def _candidates(ref: FunctionRef, catalog: Iterable[CatalogFunction]) -> list[Ca
 
 
 def _harmless(row: CatalogFunction) -> bool:
-    """Harmless in a read: labelled immutable or stable, or a built-in known to only read or wait. A read
-    runs as the reader, in a read-only transaction that is rolled back, so a user-defined function whose
-    label is wrong can do only what the reader role may do outside a transaction (see docs/postgres.md)."""
+    """Harmless in a read: labelled immutable or stable (PostgreSQL then refuses table writes from it; a
+    user-defined one also needs a harmless body, see `CatalogFunction.body`), or a built-in known to only
+    read or wait."""
+    if row.body is not None:
+        return False
     return row.volatility in _SAFE_VOLATILITY or (row.schema == BUILTIN_SCHEMA and row.name in KNOWN_SAFE_VOLATILE)
 
 
@@ -215,13 +228,13 @@ def function_changes(refs: Iterable[FunctionRef], catalog: Iterable[CatalogFunct
         elif not candidates:
             detail = "not found in the catalog, so SafeDB cannot tell what it does"
             changes.append(Change(ChangeKind.UNKNOWN, DatabaseObject(ObjectType.FUNCTION, str(ref.name)), None, detail))
-        elif not all(_harmless(row) for row in candidates):
+        elif harmful := [row for row in candidates if not _harmless(row)]:
             target = DatabaseObject(ObjectType.FUNCTION, ref.name, ref.schema)
-            changes.append(Change(ChangeKind.FUNCTION_CALL, target, None, "volatile"))
+            changes.append(Change(ChangeKind.FUNCTION_CALL, target, None, _why(harmful[0])))
     for row in rows:
         if row.operator and not _harmless(row):
             target = DatabaseObject(ObjectType.FUNCTION, row.name, row.schema)
-            changes.append(Change(ChangeKind.FUNCTION_CALL, target, None, "an operator whose function is volatile"))
+            changes.append(Change(ChangeKind.FUNCTION_CALL, target, None, f"an operator whose function is {_why(row)}"))
         if row.via is None:
             continue
         ref = FunctionRef(row.name, row.schema)
@@ -229,5 +242,18 @@ def function_changes(refs: Iterable[FunctionRef], catalog: Iterable[CatalogFunct
             changes.append(change)
         elif not _harmless(row):
             target = DatabaseObject(ObjectType.FUNCTION, row.name, row.schema)
-            changes.append(Change(ChangeKind.FUNCTION_CALL, target, row.via, "volatile"))
+            changes.append(Change(ChangeKind.FUNCTION_CALL, target, row.via, _why(row)))
     return list(dict.fromkeys(changes))
+
+
+def reached_functions(refs: Iterable[FunctionRef], catalog: Iterable[CatalogFunction]) -> list[CatalogFunction]:
+    """The rows of `catalog` that a statement with calls `refs` may run (see `function_changes`)."""
+    rows = list(catalog)
+    reached = [row for ref in set(refs) for row in _candidates(ref, rows)]
+    return reached + [row for row in rows if row.operator or row.via is not None]
+
+
+def _why(row: CatalogFunction) -> str:
+    if row.body is None:
+        return "volatile"
+    return f"labelled {_LABELS[row.volatility]}, but it {row.body}"

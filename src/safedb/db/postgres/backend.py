@@ -21,7 +21,7 @@ from contextlib import contextmanager
 import anyio
 
 from safedb.db.backend import Impact, QueryLimits, ResultSet, TableDescription, TableInfo, WriteOutcome
-from safedb.db.postgres import catalog
+from safedb.db.postgres import catalog, function_bodies
 from safedb.db.postgres.connections import (
     CLIENT_GRACE_SECONDS,
     Connection,
@@ -86,6 +86,7 @@ class PostgresDatabase:
                     statement.relations,
                     statement.types,
                 )
+                facts = await function_bodies.judged(connection, facts)
         return statement.with_changes(function_changes(statement.functions, facts))
 
     async def read(self, classification: Classification) -> ResultSet:

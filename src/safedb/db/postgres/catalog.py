@@ -13,21 +13,31 @@ from safedb.db.postgres.stored_code import EXTENSION_MEMBER, MET_TYPES, PATTERNS
 from safedb.sql.postgres_functions import CatalogFunction
 from safedb.sql.postgres_tree import QualifiedName
 
+# The volatility of the function `p` (a `pg_proc` row). An aggregate is recorded as immutable whatever it
+# calls: it is as volatile as its support functions.
+_AGGREGATE_SUPPORT = """a.aggtransfn, a.aggfinalfn, a.aggcombinefn, a.aggserialfn, a.aggdeserialfn, a.aggmtransfn,
+    a.aggminvtransfn, a.aggmfinalfn"""
+_VOLATILITY = f"""CASE WHEN p.prokind = 'a' THEN (
+        SELECT CASE WHEN bool_or(s.provolatile = 'v') THEN 'v' WHEN bool_or(s.provolatile = 's') THEN 's' ELSE 'i' END
+        FROM pg_aggregate a JOIN pg_proc s ON s.oid IN ({_AGGREGATE_SUPPORT})
+        WHERE a.aggfnoid = p.oid) ELSE p.provolatile::text END"""
+
+
 # Functions by name (for calls and attribute notation) and by operator (for user-defined operators); the
 # functions the statement's user views (through nested views) and row-security policies call, read from
 # their stored expressions (see `stored_code`: built-ins too), and those of the domains it casts to; and
 # the user-defined casts from or to the types it meets, which PostgreSQL may apply unasked (assignment and
-# implicit casts do not show in the statement). The types it meets: those it casts to, its relations'
-# columns, and every type inside these (`stored_code.MET_TYPES`). A cast or an operator of a user-defined
+# implicit casts do not show in the statement). The types it meets: those it casts to, its relations' row
+# types and columns, and every type inside these (`stored_code.MET_TYPES`). A cast or an operator of a user-defined
 # type counts only where the statement meets that type.
-_FUNCTIONS_SQL = """
+_FUNCTIONS_SQL = f"""
 WITH RECURSIVE
-user_rels(oid, relname) AS (
-    SELECT c.oid, c.relname::text FROM unnest(%(relations)s::text[]) AS name
+user_rels(oid, relname, reltype) AS (
+    SELECT c.oid, c.relname::text, c.reltype FROM unnest(%(relations)s::text[]) AS name
     JOIN pg_class c ON c.oid = to_regclass(name)
     WHERE c.relnamespace NOT IN ('pg_catalog'::regnamespace, 'information_schema'::regnamespace)
     UNION
-    SELECT c.oid, c.relname::text FROM user_rels r
+    SELECT c.oid, c.relname::text, c.reltype FROM user_rels r
     CROSS JOIN LATERAL (
         SELECT w.ev_action::text AS tree FROM pg_rewrite w WHERE w.ev_class = r.oid AND w.ev_type = '1'
         UNION ALL
@@ -51,42 +61,80 @@ seed_types(label, bucket, oid) AS (
     WHERE to_regtype(name) IS NOT NULL
 ),
 seed_functions(label, bucket, proc) AS (SELECT NULL::text, NULL::text, NULL::oid WHERE false),
-{reached_code},
+{REACHED_CODE},
 met_seed(oid) AS (
     SELECT oid FROM reached_types
     UNION
     SELECT a.atttypid FROM user_rels r JOIN pg_attribute a ON a.attrelid = r.oid
     WHERE a.attnum > 0 AND NOT a.attisdropped
+    UNION
+    SELECT reltype FROM user_rels WHERE reltype <> 0  -- whole-row references
 ),
-{met_types}
-SELECT n.nspname, p.proname, {volatility}, true, false, f.label, false, {extension}
+{MET_TYPES}
+SELECT n.nspname, p.proname, {_VOLATILITY}, true, false, f.label, false, {EXTENSION_MEMBER}, p.oid
 FROM code_functions f JOIN pg_proc p ON p.oid = f.proc JOIN pg_namespace n ON n.oid = p.pronamespace
 WHERE f.bucket = 'row'
 UNION ALL
-SELECT n.nspname, p.proname, {volatility}, true, false, f.label, false, {extension}
+SELECT n.nspname, p.proname, {_VOLATILITY}, true, false, f.label, false, {EXTENSION_MEMBER}, p.oid
 FROM user_casts f JOIN pg_proc p ON p.oid = f.proc JOIN pg_namespace n ON n.oid = p.pronamespace
 UNION ALL
-SELECT n.nspname, p.proname, {volatility}, n.nspname = ANY(current_schemas(true)),
-       p.pronargs >= 1 AND p.pronargs - p.pronargdefaults <= 1, NULL, false, {extension}
+SELECT n.nspname, p.proname, {_VOLATILITY}, n.nspname = ANY(current_schemas(true)),
+       p.pronargs >= 1 AND p.pronargs - p.pronargdefaults <= 1, NULL, false, {EXTENSION_MEMBER}, p.oid
 FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
 WHERE p.proname = ANY(%(functions)s::text[])
 UNION ALL
-SELECT n.nspname, o.oprname, {volatility}, n.nspname = ANY(current_schemas(true)), false, NULL, true, {extension}
+SELECT n.nspname, o.oprname, {_VOLATILITY}, n.nspname = ANY(current_schemas(true)), false, NULL, true,
+       {EXTENSION_MEMBER}, p.oid
 FROM pg_operator o JOIN pg_proc p ON p.oid = o.oprcode JOIN pg_namespace n ON n.oid = o.oprnamespace
 WHERE o.oprname = ANY(%(operators)s::text[])
   AND NOT EXISTS (SELECT 1 FROM unnest(ARRAY[o.oprleft, o.oprright]) AS operand(oid)
                   WHERE operand.oid >= 16384 AND operand.oid NOT IN (SELECT oid FROM met_types))
-""".format(
-    reached_code=REACHED_CODE,
-    met_types=MET_TYPES,
-    extension=EXTENSION_MEMBER,
-    # An aggregate is recorded as immutable whatever it calls: it is as volatile as its support functions.
-    volatility="""CASE WHEN p.prokind = 'a' THEN (
-        SELECT CASE WHEN bool_or(s.provolatile = 'v') THEN 'v' WHEN bool_or(s.provolatile = 's') THEN 's' ELSE 'i' END
-        FROM pg_aggregate a JOIN pg_proc s ON s.oid IN (a.aggtransfn, a.aggfinalfn, a.aggcombinefn, a.aggserialfn,
-            a.aggdeserialfn, a.aggmtransfn, a.aggminvtransfn, a.aggmfinalfn)
-        WHERE a.aggfnoid = p.oid) ELSE p.provolatile::text END""",
-)
+"""
+
+# The functions `oids` with what judging their bodies takes: the definition of an SQL or PL/pgSQL one, the
+# search path it sets for itself, an aggregate's support functions.
+_DEFINITIONS_SQL = f"""
+SELECT n.nspname, p.proname, {_VOLATILITY}, {EXTENSION_MEMBER}, p.oid, l.lanname::text, p.prosecdef,
+       CASE WHEN p.prokind <> 'a' AND l.lanname IN ('sql', 'plpgsql') THEN pg_get_functiondef(p.oid) END,
+       (SELECT substr(setting, length('search_path=') + 1) FROM unnest(p.proconfig) AS setting
+        WHERE setting LIKE 'search\\_path=%%'),
+       ARRAY(SELECT support FROM pg_aggregate a CROSS JOIN LATERAL unnest(ARRAY[{_AGGREGATE_SUPPORT}]::oid[]) AS support
+             WHERE a.aggfnoid = p.oid AND support <> 0)
+FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace JOIN pg_language l ON l.oid = p.prolang
+WHERE p.oid = ANY(%(oids)s::oid[])
+"""
+
+
+@dataclass(frozen=True)
+class FunctionDefinition:
+    function: CatalogFunction
+    language: str
+    definition: str | None
+    """`CREATE FUNCTION` for an SQL or PL/pgSQL function; None for an aggregate or another language."""
+    security_definer: bool
+    """It runs with its owner's rights (`SECURITY DEFINER`)."""
+    search_path: str | None
+    """The search path the function sets for itself (`SET search_path`), which its body's names resolve in."""
+    support: tuple[int, ...]
+    """An aggregate's support functions."""
+
+
+async def function_definitions(connection: Connection, oids: Sequence[int]) -> list[FunctionDefinition]:
+    """The functions `oids` (those that still exist), inside the caller's transaction."""
+    cursor = await connection.execute(_DEFINITIONS_SQL, {"oids": list(oids)})
+    return [
+        FunctionDefinition(
+            CatalogFunction(schema, name, volatility, True, False, extension=bool(extension), oid=oid),
+            language,
+            definition,
+            security_definer,
+            search_path,
+            tuple(support),
+        )
+        for schema, name, volatility, extension, oid, language, security_definer, definition, search_path, support in (
+            await cursor.fetchall()
+        )
+    ]
 
 
 async def without_jit(connection: Connection) -> None:
@@ -114,8 +162,10 @@ async def function_facts(
         },
     )
     return [
-        CatalogFunction(schema, name, volatility, bool(on_path), bool(one_arg), via, bool(operator), bool(extension))
-        for schema, name, volatility, on_path, one_arg, via, operator, extension in await cursor.fetchall()
+        CatalogFunction(
+            schema, name, volatility, bool(on_path), bool(one_arg), via, bool(operator), bool(extension), oid
+        )
+        for schema, name, volatility, on_path, one_arg, via, operator, extension, oid in await cursor.fetchall()
     ]
 
 
