@@ -10,7 +10,7 @@ import psycopg
 import pytest
 
 from safedb.sql.classification import Classification
-from safedb.sql.postgres_bodies import Unexaminable, body_statements
+from safedb.sql.postgres_bodies import Unexaminable, read_body
 from tests.conftest_postgres import fresh_database
 from tests.postgres.conftest import PgDatabase
 from tests.postgres_server import READER, PostgresServer
@@ -138,7 +138,7 @@ def _plpgsql(body: str) -> str:
     ],
 )  # fmt: skip
 def test_every_plpgsql_expression_is_read(body: str, calls: set[str]) -> None:
-    statements = body_statements("plpgsql", _plpgsql(body))
+    statements = read_body("plpgsql", _plpgsql(body)).statements
 
     assert {ref.name for statement in statements for ref in statement.functions} == calls
 
@@ -154,4 +154,4 @@ def test_every_plpgsql_expression_is_read(body: str, calls: set[str]) -> None:
 )
 def test_sql_built_at_run_time_cannot_be_examined(body: str) -> None:
     with pytest.raises(Unexaminable, match="built at run time"):
-        body_statements("plpgsql", _plpgsql(body))
+        read_body("plpgsql", _plpgsql(body))

@@ -11,6 +11,8 @@ Pure: no connection.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
 
 from pglast import ast, parse_plpgsql, parse_sql
 from pglast.parser import ParseError
@@ -35,8 +37,17 @@ class Unexaminable(Exception):
     """The body cannot be examined; the message says why, to follow "it" (the function)."""
 
 
-def body_statements(language: str, definition: str) -> tuple[PostgresStatement, ...]:
-    """Every statement the body of the function `definition` (a `CREATE FUNCTION` statement) may run.
+@dataclass(frozen=True)
+class Body:
+    statements: tuple[PostgresStatement, ...]
+    """Every statement the body may run."""
+    declares_variables: bool = False
+    """It declares PL/pgSQL variables, whose types the parser cannot always name (it knows no catalog), and
+    assigning to one converts the value to its type."""
+
+
+def read_body(language: str, definition: str) -> Body:
+    """The body of the function `definition` (a `CREATE FUNCTION` statement).
 
     Raises:
         Unexaminable: another language, SQL built at run time, or text the parser or classifier refuses.
@@ -44,8 +55,11 @@ def body_statements(language: str, definition: str) -> tuple[PostgresStatement, 
     if language not in EXAMINED_LANGUAGES:
         raise Unexaminable(f"is written in {language}, whose code SafeDB cannot examine")
     try:
-        texts = list(_plpgsql_texts(definition) if language == "plpgsql" else _sql_texts(definition))
-        return tuple(analyze_statement(text) for text in texts)
+        if language == "plpgsql":
+            (function,) = parse_plpgsql(definition)
+            texts = list(_plpgsql_texts(function))
+            return Body(tuple(map(analyze_statement, texts)), _declares_variables(function))
+        return Body(tuple(map(analyze_statement, _sql_texts(definition))))
     except (ParseError, ValueError) as exc:
         raise Unexaminable(f"has a body SafeDB cannot parse ({exc})") from None
     except SafeDBError as exc:
@@ -75,8 +89,13 @@ def _statement_texts(body: str) -> Iterator[str]:
         yield body[start : start + raw.stmt_len] if raw.stmt_len else body[start:]
 
 
-def _plpgsql_texts(definition: str) -> Iterator[str]:
-    for mode, query in _plpgsql_expressions(parse_plpgsql(definition)):
+def _declares_variables(function: dict[str, Any]) -> bool:
+    # Declared variables carry the line they are declared on; parameters and `found` do not.
+    return any("lineno" in datum for item in function["PLpgSQL_function"]["datums"] for datum in item.values())
+
+
+def _plpgsql_texts(function: dict[str, Any]) -> Iterator[str]:
+    for mode, query in _plpgsql_expressions(function):
         if mode == _STATEMENT_MODE:
             yield query
         elif mode == _EXPRESSION_MODE:

@@ -23,13 +23,15 @@ _VOLATILITY = f"""CASE WHEN p.prokind = 'a' THEN (
         WHERE a.aggfnoid = p.oid) ELSE p.provolatile::text END"""
 
 
-# Functions by name (for calls and attribute notation) and by operator (for user-defined operators); the
-# functions the statement's user views (through nested views) and row-security policies call, read from
-# their stored expressions (see `stored_code`: built-ins too), and those of the domains it casts to; and
-# the user-defined casts from or to the types it meets, which PostgreSQL may apply unasked (assignment and
-# implicit casts do not show in the statement). The types it meets: those it casts to, its relations' row
-# types and columns, and every type inside these (`stored_code.MET_TYPES`). A cast or an operator of a user-defined
-# type counts only where the statement meets that type.
+# Functions by name (for calls and attribute notation) and by operator (for user-defined operators, with
+# their negators and commutators, which the planner may apply instead); the functions the statement's user
+# views (through nested views) and row-security policies call, read from their stored expressions (see
+# `stored_code`: built-ins too), those the defaults of the named functions' parameters call, and those of
+# the domains it converts to; and the user-defined casts from or to the types it meets, which PostgreSQL may
+# apply unasked (assignment and implicit casts do not show in the statement). The types it meets: those it
+# casts to, the named functions' parameter and result types, its relations' row types and columns, and
+# every type inside these (`stored_code.MET_TYPES`). A cast or an operator of a user-defined type counts
+# only where the statement meets that type.
 _FUNCTIONS_SQL = f"""
 WITH RECURSIVE
 user_rels(oid, relname, reltype) AS (
@@ -50,6 +52,9 @@ user_rels(oid, relname, reltype) AS (
     WHERE c.relnamespace NOT IN ('pg_catalog'::regnamespace, 'information_schema'::regnamespace)
 ),
 seed_trees(label, bucket, tree) AS (
+    SELECT 'the defaults of ' || p.proname, 'row', p.proargdefaults::text FROM pg_proc p
+    WHERE p.proname = ANY(%(functions)s::text[]) AND p.proargdefaults IS NOT NULL
+    UNION ALL
     SELECT r.relname, 'row', w.ev_action::text FROM user_rels r
     JOIN pg_rewrite w ON w.ev_class = r.oid AND w.ev_type = '1'
     UNION ALL
@@ -59,6 +64,12 @@ seed_trees(label, bucket, tree) AS (
 seed_types(label, bucket, oid) AS (
     SELECT to_regtype(name)::text, 'row', to_regtype(name)::oid FROM unnest(%(types)s::text[]) AS name
     WHERE to_regtype(name) IS NOT NULL
+    UNION ALL
+    SELECT oid::regtype::text, 'row', oid FROM unnest(%(met_type_oids)s::oid[]) AS oid
+    UNION ALL  -- a call converts its arguments to its parameters' types, and its result to its result type
+    SELECT t.oid::regtype::text, 'row', t.oid FROM pg_proc p
+    CROSS JOIN LATERAL unnest(coalesce(p.proallargtypes, p.proargtypes::oid[]) || p.prorettype) AS t(oid)
+    WHERE p.proname = ANY(%(functions)s::text[])
 ),
 seed_functions(label, bucket, proc) AS (SELECT NULL::text, NULL::text, NULL::oid WHERE false),
 {REACHED_CODE},
@@ -85,7 +96,8 @@ WHERE p.proname = ANY(%(functions)s::text[])
 UNION ALL
 SELECT n.nspname, o.oprname, {_VOLATILITY}, n.nspname = ANY(current_schemas(true)), false, NULL, true,
        {EXTENSION_MEMBER}, p.oid
-FROM pg_operator o JOIN pg_proc p ON p.oid = o.oprcode JOIN pg_namespace n ON n.oid = o.oprnamespace
+FROM pg_operator o JOIN pg_operator r ON r.oid IN (o.oid, o.oprnegate, o.oprcom)
+JOIN pg_proc p ON p.oid = r.oprcode JOIN pg_namespace n ON n.oid = o.oprnamespace
 WHERE o.oprname = ANY(%(operators)s::text[])
   AND NOT EXISTS (SELECT 1 FROM unnest(ARRAY[o.oprleft, o.oprright]) AS operand(oid)
                   WHERE operand.oid >= 16384 AND operand.oid NOT IN (SELECT oid FROM met_types))
@@ -98,8 +110,11 @@ SELECT n.nspname, p.proname, {_VOLATILITY}, {EXTENSION_MEMBER}, p.oid, l.lanname
        CASE WHEN p.prokind <> 'a' AND l.lanname IN ('sql', 'plpgsql') THEN pg_get_functiondef(p.oid) END,
        (SELECT substr(setting, length('search_path=') + 1) FROM unnest(p.proconfig) AS setting
         WHERE setting LIKE 'search\\_path=%%'),
+       (SELECT substr(setting, length('standard_conforming_strings=') + 1) FROM unnest(p.proconfig) AS setting
+        WHERE setting LIKE 'standard\\_conforming\\_strings=%%'),
        ARRAY(SELECT support FROM pg_aggregate a CROSS JOIN LATERAL unnest(ARRAY[{_AGGREGATE_SUPPORT}]::oid[]) AS support
-             WHERE a.aggfnoid = p.oid AND support <> 0)
+             WHERE a.aggfnoid = p.oid AND support <> 0),
+       coalesce(p.proallargtypes, p.proargtypes::oid[]) || p.prorettype
 FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace JOIN pg_language l ON l.oid = p.prolang
 WHERE p.oid = ANY(%(oids)s::oid[])
 """
@@ -115,8 +130,12 @@ class FunctionDefinition:
     """It runs with its owner's rights (`SECURITY DEFINER`)."""
     search_path: str | None
     """The search path the function sets for itself (`SET search_path`), which its body's names resolve in."""
+    string_syntax: str | None
+    """The `standard_conforming_strings` the function sets for itself, which its body's strings are read with."""
     support: tuple[int, ...]
     """An aggregate's support functions."""
+    types: tuple[int, ...]
+    """Its parameters' and result's types, which its body meets."""
 
 
 async def function_definitions(connection: Connection, oids: Sequence[int]) -> list[FunctionDefinition]:
@@ -129,12 +148,40 @@ async def function_definitions(connection: Connection, oids: Sequence[int]) -> l
             definition,
             security_definer,
             search_path,
+            string_syntax,
             tuple(support),
+            tuple(types),
         )
-        for schema, name, volatility, extension, oid, language, security_definer, definition, search_path, support in (
-            await cursor.fetchall()
-        )
+        for (
+            schema,
+            name,
+            volatility,
+            extension,
+            oid,
+            language,
+            security_definer,
+            definition,
+            search_path,
+            string_syntax,
+            support,
+            types,
+        ) in await cursor.fetchall()
     ]
+
+
+# Types that run code when a value is converted to them: domains (checks, defaults) and the types of
+# user-defined casts.
+_CONVERTING_TYPES_SQL = """
+SELECT t.oid FROM pg_type t WHERE t.typtype = 'd' AND t.oid >= 16384
+UNION
+SELECT unnest(ARRAY[c.castsource, c.casttarget]) FROM pg_cast c WHERE c.castfunc >= 16384
+"""
+
+
+async def converting_types(connection: Connection) -> list[int]:
+    """Every user-defined domain, and every type of a user-defined cast (see `_CONVERTING_TYPES_SQL`)."""
+    cursor = await connection.execute(_CONVERTING_TYPES_SQL)
+    return [oid for (oid,) in await cursor.fetchall()]
 
 
 async def without_jit(connection: Connection) -> None:
@@ -149,8 +196,10 @@ async def function_facts(
     operators: Sequence[str],
     relations: Sequence[QualifiedName],
     types: Sequence[str],
+    type_oids: Sequence[int] = (),
 ) -> list[CatalogFunction]:
-    """One catalog query, inside the caller's (read-only) transaction, which has called `without_jit`."""
+    """One catalog query, inside the caller's (read-only) transaction, which has called `without_jit`. The types
+    met are `types` (by name) and `type_oids`."""
     cursor = await connection.execute(
         _FUNCTIONS_SQL,
         {
@@ -158,6 +207,7 @@ async def function_facts(
             "operators": list(operators),
             "relations": [relation.quoted() for relation in relations],
             "types": list(types),
+            "met_type_oids": list(type_oids),
             **PATTERNS,
         },
     )

@@ -4,17 +4,23 @@ PostgreSQL refuses table writes from such functions, but nothing else: one label
 sessions (`pg_terminate_backend`), take advisory locks or reach another server (`dblink`), and a read would
 run it without asking. So each one a read reaches has its body examined (`safedb.sql.postgres_bodies`),
 and the calls, operators, casts and relations there are looked up and judged as a statement's are, in the
-search path the function sets for itself, if any; the user-defined functions those reach are examined in
-turn. A function is harmless when nothing it reaches, at any depth, is otherwise. A body that cannot be
-examined (another language, SQL built at run time) is not harmless, and neither is one past
-`MAX_EXAMINED` functions.
+search path the function runs in: its own (`SET search_path`), else its caller's. Its parameters' and
+result's types count as met (their casts, operators and domain checks run). The user-defined functions a
+body reaches are examined in turn, in the context they run in. A function is harmless when nothing it
+reaches, at any depth, is otherwise.
+
+A body with PL/pgSQL variables meets every type whose conversion runs code (domains, user-defined casts):
+the parser, which knows no catalog, cannot name a variable's user-defined type. Not harmless either: a
+body that cannot be examined (another language, SQL built at run time), one past `MAX_EXAMINED`
+functions, and, with its owner's rights (`SECURITY DEFINER`, and what it calls), names of relations or
+types, which may resolve in schemas the reader cannot see; there any function of a called name counts.
 """
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterable
 from contextlib import asynccontextmanager
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import TypeVar
 
 from psycopg.pq import TransactionStatus
@@ -22,8 +28,8 @@ from psycopg.pq import TransactionStatus
 from safedb.db.postgres import catalog
 from safedb.db.postgres.connections import Connection
 from safedb.sql.classification import Change, ObjectType
-from safedb.sql.postgres_bodies import Unexaminable, body_statements
-from safedb.sql.postgres_functions import CatalogFunction, function_changes, reached_functions
+from safedb.sql.postgres_bodies import Unexaminable, read_body
+from safedb.sql.postgres_functions import CatalogFunction, FunctionRef, function_changes, reached_functions
 
 T = TypeVar("T")
 
@@ -31,15 +37,24 @@ MAX_EXAMINED = 64
 """The most function bodies examined for one statement; a read reaching more asks."""
 
 
+@dataclass(frozen=True)
+class _Context:
+    """How a call of the function runs: in which search path (None: the reader's), with whose rights."""
+
+    oid: int
+    search_path: str | None = None
+    owners_rights: bool = False
+
+
 async def judged(connection: Connection, rows: list[CatalogFunction]) -> list[CatalogFunction]:
     """`rows` (from `catalog.function_facts`), each user-defined function labelled immutable or stable marked
     with why it is not harmless (`CatalogFunction.body`) when its body shows it is not. Runs inside the
     caller's read-only transaction, which has called `catalog.without_jit`."""
-    examined = {row.oid for row in rows if row.judged_by_body}
-    if not examined:
+    called = {_Context(row.oid) for row in rows if row.judged_by_body}
+    if not called:
         return rows
-    reasons = await _Examination(connection).reasons(examined)
-    return [replace(row, body=reasons[row.oid]) if reasons.get(row.oid) else row for row in rows]
+    reasons = await _Examination(connection).reasons(called)
+    return [replace(row, body=reasons.get(_Context(row.oid))) if row.judged_by_body else row for row in rows]
 
 
 class _Examination:
@@ -47,74 +62,107 @@ class _Examination:
 
     def __init__(self, connection: Connection) -> None:
         self._connection = connection
-        self._own: dict[int, str | None] = {}
-        """What is wrong with each function's own body (None: nothing)."""
-        self._calls: dict[int, dict[int, str]] = {}
-        """The user-defined functions each body calls that need examining, by OID, with their names."""
+        self._own: dict[_Context, str | None] = {}
+        """What is wrong with each function's own body, as called (None: nothing)."""
+        self._calls: dict[_Context, dict[_Context, str]] = {}
+        """The user-defined functions each body calls that need examining, as called, with their names."""
+        self._converting_types: list[int] | None = None
+        """`catalog.converting_types`, once looked up."""
 
-    async def reasons(self, oids: set[int]) -> dict[int, str | None]:
-        pending = oids
+    async def reasons(self, called: set[_Context]) -> dict[_Context, str | None]:
+        pending = called
         while pending:
             if len(self._own) + len(pending) > MAX_EXAMINED:
-                for oid in pending:
-                    self._own[oid] = f"calls more functions than SafeDB examines ({MAX_EXAMINED})"
-                    self._calls[oid] = {}
+                for context in pending:
+                    self._own[context] = f"calls more functions than SafeDB examines ({MAX_EXAMINED})"
+                    self._calls[context] = {}
                 break
-            for definition in await catalog.function_definitions(self._connection, sorted(pending)):
-                await self._examine(definition)
-            for oid in pending - self._own.keys():  # dropped meanwhile
-                self._own[oid] = "no longer exists"
-                self._calls[oid] = {}
-            pending = {callee for oid in pending for callee in self._calls[oid]} - self._own.keys()
-        return {oid: self._reason(oid, set()) for oid in oids}
+            definitions = {
+                definition.function.oid: definition
+                for definition in await catalog.function_definitions(
+                    self._connection, sorted({context.oid for context in pending})
+                )
+            }
+            for context in pending:
+                self._own[context], self._calls[context] = None, {}
+                if (definition := definitions.get(context.oid)) is None:
+                    self._own[context] = "no longer exists"  # dropped meanwhile
+                    continue
+                try:
+                    await self._examine(context, definition)
+                except Unexaminable as exc:
+                    self._own[context] = str(exc)
+                except _Harmful as exc:
+                    self._own[context] = exc.reason
+            pending = {callee for context in pending for callee in self._calls[context]} - self._own.keys()
+        return {context: self._reason(context, set()) for context in called}
 
-    def _reason(self, oid: int, seen: set[int]) -> str | None:
-        """What is wrong with `oid` or anything it calls, at any depth (a function calling itself adds nothing)."""
-        seen.add(oid)
-        if (own := self._own[oid]) is not None:
+    def _reason(self, context: _Context, seen: set[_Context]) -> str | None:
+        """What is wrong with the function or anything it calls, at any depth (a function calling itself adds
+        nothing)."""
+        seen.add(context)
+        if (own := self._own[context]) is not None:
             return own
-        for callee, name in self._calls[oid].items():
+        for callee, name in self._calls[context].items():
             if callee not in seen and self._reason(callee, seen) is not None:
                 return f"calls {name}(), which is not harmless"
         return None
 
-    async def _examine(self, definition: catalog.FunctionDefinition) -> None:
-        oid = definition.function.oid
-        self._own[oid], self._calls[oid] = None, {}
-        try:
-            if definition.support:  # an aggregate: its support functions
-                supports = await catalog.function_definitions(self._connection, definition.support)
-                rows = [support.function for support in supports]
-            else:
-                rows = await self._body_rows(definition)
-        except Unexaminable as exc:
-            self._own[oid] = str(exc)
-        except _Harmful as exc:
-            self._own[oid] = exc.reason
-        else:
-            self._calls[oid] = {row.oid: row.name for row in rows if row.judged_by_body}
-
-    async def _body_rows(self, definition: catalog.FunctionDefinition) -> list[CatalogFunction]:
-        """The functions the body reaches. Raises Unexaminable, or _Harmful with the first thing that is not
+    async def _examine(self, context: _Context, definition: catalog.FunctionDefinition) -> None:
+        """Fill in `_calls` for `context`, or raise Unexaminable or _Harmful with the first thing that is not
         harmless (a call, a statement that is not a read)."""
+        # A function with a search path or rights of its own runs with them; else with its caller's.
+        path = definition.search_path or context.search_path
+        owners_rights = definition.security_definer or context.owners_rights
+        if definition.support:  # an aggregate: its support functions, judged as calls of them
+            supports = await catalog.function_definitions(self._connection, definition.support)
+            rows = [support.function for support in supports]
+            if changes := function_changes([FunctionRef(row.name, row.schema) for row in rows], rows):
+                raise _Harmful(_calls(changes[0]))
+        else:
+            rows = await self._body_rows(definition, path, owners_rights)
+        self._calls[context] = {_Context(row.oid, path, owners_rights): row.name for row in rows if row.judged_by_body}
+
+    async def _body_rows(
+        self, definition: catalog.FunctionDefinition, path: str | None, owners_rights: bool
+    ) -> list[CatalogFunction]:
+        """The functions the body reaches, looked up in `path`. Raises as `_examine` does."""
         if definition.definition is None:
             raise Unexaminable(f"is written in {definition.language}, whose code SafeDB cannot examine")
-        statements = body_statements(definition.language, definition.definition)
+        if definition.string_syntax not in (None, "on"):
+            # `'x\'' , f() --'`: one string to SafeDB's parser, a call of f() with the legacy syntax.
+            raise Unexaminable("reads its strings with the legacy syntax (standard_conforming_strings off)")
+        body = read_body(definition.language, definition.definition)
+        statements = body.statements
         for statement in statements:
             if not statement.classification.read_only:
                 raise _Harmful(f"runs {statement.classification.summary()}")
+        met_types = list(definition.types)
+        if body.declares_variables:
+            # An assignment converts the value to the variable's type, which the parser cannot always name: as
+            # if it met every type whose conversion runs code.
+            if self._converting_types is None:
+                self._converting_types = await catalog.converting_types(self._connection)
+            met_types += self._converting_types
         refs = [ref for statement in statements for ref in statement.functions]
-        async with _search_path(self._connection, definition.search_path):
+        relations = _all(statement.relations for statement in statements)
+        types = _all(statement.types for statement in statements)
+        if owners_rights and (relations or types):
+            raise Unexaminable(
+                "runs with its owner's rights (SECURITY DEFINER) and names relations or types, which may resolve "
+                "in schemas SafeDB cannot see as the reader"
+            )
+        async with _search_path(self._connection, path):
             facts = await catalog.function_facts(
                 self._connection,
                 [ref.name for ref in refs],
                 _all(statement.operators for statement in statements),
-                _all(statement.relations for statement in statements),
-                _all(statement.types for statement in statements),
+                relations,
+                types,
+                met_types,
             )
-        if definition.security_definer:
-            # Its names resolve with its owner's rights, in schemas the reader may not use: any function of a
-            # called name counts.
+        if owners_rights:
+            # Names resolve with the owner's rights, in schemas the reader may not use: any function counts.
             facts = [replace(row, on_search_path=True) for row in facts]
         if changes := function_changes(refs, facts):
             raise _Harmful(_calls(changes[0]))
