@@ -69,7 +69,7 @@ seed_types(label, bucket, oid) AS (
     UNION ALL  -- a call converts its arguments to its parameters' types, and its result to its result type
     SELECT t.oid::regtype::text, 'row', t.oid FROM pg_proc p
     CROSS JOIN LATERAL unnest(coalesce(p.proallargtypes, p.proargtypes::oid[]) || p.prorettype) AS t(oid)
-    WHERE p.proname = ANY(%(functions)s::text[])
+    WHERE p.proname = ANY(%(functions)s::text[]) AND t.oid >= 16384  -- built-in types run no user code
 ),
 seed_functions(label, bucket, proc) AS (SELECT NULL::text, NULL::text, NULL::oid WHERE false),
 {REACHED_CODE},
@@ -81,7 +81,12 @@ met_seed(oid) AS (
     UNION
     SELECT reltype FROM user_rels WHERE reltype <> 0  -- whole-row references
 ),
-{MET_TYPES}
+{MET_TYPES},
+operators AS (  -- the operators named, except those of user-defined types the statement does not meet
+    SELECT o.* FROM pg_operator o WHERE o.oprname = ANY(%(operators)s::text[])
+    AND NOT EXISTS (SELECT 1 FROM unnest(ARRAY[o.oprleft, o.oprright]) AS operand(oid)
+                    WHERE operand.oid >= 16384 AND operand.oid NOT IN (SELECT oid FROM met_types))
+)
 SELECT n.nspname, p.proname, {_VOLATILITY}, true, false, f.label, false, {EXTENSION_MEMBER}, p.oid
 FROM code_functions f JOIN pg_proc p ON p.oid = f.proc JOIN pg_namespace n ON n.oid = p.pronamespace
 WHERE f.bucket = 'row'
@@ -96,11 +101,14 @@ WHERE p.proname = ANY(%(functions)s::text[])
 UNION ALL
 SELECT n.nspname, o.oprname, {_VOLATILITY}, n.nspname = ANY(current_schemas(true)), false, NULL, true,
        {EXTENSION_MEMBER}, p.oid
-FROM pg_operator o JOIN pg_operator r ON r.oid IN (o.oid, o.oprnegate, o.oprcom)
-JOIN pg_proc p ON p.oid = r.oprcode JOIN pg_namespace n ON n.oid = o.oprnamespace
-WHERE o.oprname = ANY(%(operators)s::text[])
-  AND NOT EXISTS (SELECT 1 FROM unnest(ARRAY[o.oprleft, o.oprright]) AS operand(oid)
-                  WHERE operand.oid >= 16384 AND operand.oid NOT IN (SELECT oid FROM met_types))
+FROM operators o JOIN pg_proc p ON p.oid = o.oprcode JOIN pg_namespace n ON n.oid = o.oprnamespace
+UNION ALL  -- a user-defined operator's negator and commutator, which the planner may apply instead
+SELECT n.nspname, o.oprname, {_VOLATILITY}, n.nspname = ANY(current_schemas(true)), false, NULL, true,
+       {EXTENSION_MEMBER}, p.oid
+FROM operators o CROSS JOIN LATERAL (VALUES (o.oprnegate), (o.oprcom)) AS related(oid)
+JOIN pg_operator r ON r.oid = related.oid JOIN pg_proc p ON p.oid = r.oprcode
+JOIN pg_namespace n ON n.oid = o.oprnamespace
+WHERE o.oid >= 16384
 """
 
 # The functions `oids` with what judging their bodies takes: the definition of an SQL or PL/pgSQL one, the
@@ -114,7 +122,8 @@ SELECT n.nspname, p.proname, {_VOLATILITY}, {EXTENSION_MEMBER}, p.oid, l.lanname
         WHERE setting LIKE 'standard\\_conforming\\_strings=%%'),
        ARRAY(SELECT support FROM pg_aggregate a CROSS JOIN LATERAL unnest(ARRAY[{_AGGREGATE_SUPPORT}]::oid[]) AS support
              WHERE a.aggfnoid = p.oid AND support <> 0),
-       coalesce(p.proallargtypes, p.proargtypes::oid[]) || p.prorettype
+       ARRAY(SELECT t FROM unnest(coalesce(p.proallargtypes, p.proargtypes::oid[]) || p.prorettype) AS t
+             WHERE t >= 16384)
 FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace JOIN pg_language l ON l.oid = p.prolang
 WHERE p.oid = ANY(%(oids)s::oid[])
 """
@@ -135,7 +144,7 @@ class FunctionDefinition:
     support: tuple[int, ...]
     """An aggregate's support functions."""
     types: tuple[int, ...]
-    """Its parameters' and result's types, which its body meets."""
+    """Its parameters' and result's user-defined types, which its body meets (built-in ones run no user code)."""
 
 
 async def function_definitions(connection: Connection, oids: Sequence[int]) -> list[FunctionDefinition]:
