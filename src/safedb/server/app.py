@@ -103,7 +103,20 @@ async def serve_http(server: MCPServer, settings: Settings, listener: socket.soc
 
 
 async def serve_stdio(server: MCPServer) -> None:
-    await server.run_stdio_async()
+    """Serve MCP on stdin/stdout until the client closes them.
+
+    A client that exits or is killed breaks the pipes under the SDK's transport (`mcp.server.stdio.stdio_server`):
+    writing the answer (or the SDK's "connection closed" error) to a call cut short raises BrokenPipeError, and
+    reading a socket pair (as Node-based hosts use) that the client closed with data unread raises
+    ConnectionResetError. The SDK lets either end its task group, which reached the interpreter as a traceback and
+    exit status 1. For stdio it is just the end of the session, like the end of input: a call cut short while its
+    question waited is already logged in one line and audited as cancelled. Only these two errors, which say the
+    client's end is gone, are caught; anything else still ends the server with its traceback.
+    """
+    try:
+        await server.run_stdio_async()
+    except* (BrokenPipeError, ConnectionResetError) as group:
+        logger.debug("The stdio client is gone (%s); the session is over", group.exceptions[0])
 
 
 def bind(host: str, port: int) -> socket.socket:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import logging
 import uuid
 from collections.abc import Callable
 from typing import Any
@@ -14,6 +15,8 @@ from mcp.server.mcpserver import Context
 from safedb.audit import AuditDecision, AuditEvent, AuditStore, AuditWriteFailed
 from safedb.errors import ApprovalReused
 from safedb.sql.classification import Classification
+
+logger = logging.getLogger(__name__)
 
 ABANDONED = "The call was cancelled while its question waited (the client gave up, or the server stopped)."
 
@@ -67,6 +70,9 @@ class CallAudit:
         cancelled, unless it was answered meanwhile. Shielded from the cancellation, and bounded."""
         if not self._asked:
             return
+        # One line for the operator (as when the question fails at the client), not a traceback: a client that
+        # gives up or goes away while a person decides is an expected event.
+        logger.info(ABANDONED)
         with anyio.move_on_after(_ABANDON_RECORD_SECONDS, shield=True):
             with contextlib.suppress(ApprovalReused, AuditWriteFailed):
                 await self.record_answer(AuditDecision.CANCELLED, error=ABANDONED)
