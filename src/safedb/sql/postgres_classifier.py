@@ -11,7 +11,7 @@ from __future__ import annotations
 import functools
 import threading
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from pglast import ast, parse_sql
 from pglast.enums import A_Expr_Kind, AlterTableType, JsonExprOp, OnConflictAction, SubLinkType
@@ -80,6 +80,12 @@ class PostgresStatement:
     root: str
     functions: tuple[FunctionRef, ...] = ()
     operators: tuple[str, ...] = ()
+    open_operators: tuple[str, ...] = ()
+    """Operators applied to untyped literals only (`'a' === 'b'`), which take their operand types from the
+    operator: they count whatever types the statement meets."""
+    half_open_operators: tuple[str, ...] = ()
+    """Operators applied to an untyped literal and a typed value (`1 <=> 'calm'`): the literal takes its type
+    from the operator, so they count where the statement meets either operand's type."""
     relations: tuple[QualifiedName, ...] = ()
     types: tuple[str, ...] = ()
     """Types the statement may convert values to (casts, and calls that may be casts), as `to_regtype` reads
@@ -221,10 +227,21 @@ def _procedure(node: ast.CallStmt) -> DatabaseObject:
 
 
 def _explain(sql: str, text: str, node: ast.ExplainStmt) -> PostgresStatement:
-    """EXPLAIN only plans; EXPLAIN ANALYZE runs the statement, so it is what the statement is."""
-    if not option_enabled(node.options, "analyze"):
-        return PostgresStatement(Classification(statement=sql), text, "ExplainStmt")
+    """EXPLAIN only plans; EXPLAIN ANALYZE runs the statement, so it is what the statement is.
+
+    Planning runs code too: it folds calls of immutable functions, evaluates stable ones to estimate, inlines
+    SQL functions and puts column defaults into the plan. So EXPLAIN is judged by what the statement calls,
+    as a read of it would be, without the changes the statement would make; one that writes column defaults
+    asks as the statement does."""
     inner = node.query
+    if not option_enabled(node.options, "analyze"):
+        if not isinstance(inner, _EXECUTING):
+            return PostgresStatement(Classification(statement=sql), text, "ExplainStmt")
+        planned = _executing(sql, text, inner)
+        classification = planned.classification if planned.uses_default else Classification(statement=sql)
+        return replace(
+            planned, classification=classification, root="ExplainStmt", cursor_read=False, counts_changed_rows=False
+        )
     if inner is None:
         raise InvalidStatement("EXPLAIN needs a statement to explain.")
     if not isinstance(inner, _EXECUTING):
@@ -258,6 +275,8 @@ class _References:
     changes: list[Change]
     types: list[str]
     uses_default: bool = False
+    open_operators: list[str] = field(default_factory=list)
+    half_open_operators: list[str] = field(default_factory=list)
 
 
 def _references(root: ast.Node) -> _References:
@@ -287,7 +306,8 @@ def _references(root: ast.Node) -> _References:
         elif isinstance(node, ast.A_Expr) and node.kind in _BETWEEN:
             found.operators.extend((">=", "<="))  # `x BETWEEN a AND b` compares with `>=` and `<=`
         elif isinstance(node, ast.A_Expr) and node.name:
-            _note_operator(found, node.name)
+            untyped = [_untyped(operand) for operand in (node.lexpr, node.rexpr) if operand is not None]
+            _note_operator(found, node.name, untyped=all(untyped), partly_untyped=any(untyped))
         elif isinstance(node, ast.JoinExpr) and (node.usingClause or node.isNatural):
             found.operators.append("=")  # USING and NATURAL joins compare with the type's `=`
         elif isinstance(node, ast.SubLink) and node.subLinkType in _COMPARING_SUBLINKS:
@@ -308,16 +328,27 @@ def _references(root: ast.Node) -> _References:
     return found
 
 
+def _untyped(node: object) -> bool:
+    """A literal whose type PostgreSQL takes from the operator it meets (`'calm'`, `NULL`)."""
+    return isinstance(node, ast.A_Const) and (node.isnull or isinstance(node.val, ast.String))
+
+
 def _note_type(found: _References, node: ast.TypeName) -> None:
     name = QualifiedName.from_list(node.names)
     if name.schema != _SYSTEM_TYPE_SCHEMA:  # the parser's own names for SQL's types (`integer`...)
         found.types.append(name.quoted() + ("[]" if node.arrayBounds else ""))
 
 
-def _note_operator(found: _References, name: tuple[object, ...] | list[object]) -> None:
+def _note_operator(
+    found: _References, name: tuple[object, ...] | list[object], untyped: bool = False, partly_untyped: bool = False
+) -> None:
     operator = QualifiedName.from_list(name)
     if operator.schema != _SYSTEM_OPERATOR_SCHEMA:
         found.operators.append(operator.name)
+        if untyped:
+            found.open_operators.append(operator.name)
+        elif partly_untyped:
+            found.half_open_operators.append(operator.name)
 
 
 def _node_changes(node: ast.Node) -> list[Change]:
@@ -379,6 +410,8 @@ def _executing(sql: str, text: str, node: ast.Node) -> PostgresStatement:
         type(node).__name__,
         functions=tuple(dict.fromkeys(found.functions)),
         operators=tuple(dict.fromkeys(found.operators)),
+        open_operators=tuple(dict.fromkeys(found.open_operators)),
+        half_open_operators=tuple(dict.fromkeys(found.half_open_operators)),
         relations=tuple(dict.fromkeys(found.relations)),
         types=tuple(dict.fromkeys(found.types)),
         cursor_read=cursor_read,

@@ -85,6 +85,8 @@ class PostgresDatabase:
                     statement.operators,
                     statement.relations,
                     statement.types,
+                    open_operators=statement.open_operators,
+                    half_open_operators=statement.half_open_operators,
                 )
                 facts = await function_bodies.judged(connection, facts)
         return statement.with_changes(function_changes(statement.functions, facts))

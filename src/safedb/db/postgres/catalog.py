@@ -30,8 +30,11 @@ _VOLATILITY = f"""CASE WHEN p.prokind = 'a' THEN (
 # the domains it converts to; and the user-defined casts from or to the types it meets, which PostgreSQL may
 # apply unasked (assignment and implicit casts do not show in the statement). The types it meets: those it
 # casts to, the named functions' parameter and result types, its relations' row types and columns, and
-# every type inside these (`stored_code.MET_TYPES`). A cast or an operator of a user-defined type counts
-# only where the statement meets that type.
+# every type inside these (`stored_code.MET_TYPES`), and what the named operators return. A cast or an
+# operator of a user-defined type counts only where the statement meets that type, except an operator
+# applied to untyped literals only (`open_operators`), or to one beside a typed value (`half_open_operators`:
+# where the other operand's type may be met). The functions of the operator classes of the types met
+# (a btree class's comparison sorts unasked), and the handlers of the foreign tables read.
 _FUNCTIONS_SQL = f"""
 WITH RECURSIVE
 user_rels(oid, relname, reltype) AS (
@@ -80,12 +83,18 @@ met_seed(oid) AS (
     WHERE a.attnum > 0 AND NOT a.attisdropped
     UNION
     SELECT reltype FROM user_rels WHERE reltype <> 0  -- whole-row references
+    UNION  -- what the named operators produce (`(1 <%%> 2) === x` applies `===` to a `<%%>` result)
+    SELECT o.oprresult FROM pg_operator o WHERE o.oprname = ANY(%(operators)s::text[]) AND o.oprresult >= 16384
 ),
 {MET_TYPES},
 operators AS (  -- the operators named, except those of user-defined types the statement does not meet
     SELECT o.* FROM pg_operator o WHERE o.oprname = ANY(%(operators)s::text[])
-    AND NOT EXISTS (SELECT 1 FROM unnest(ARRAY[o.oprleft, o.oprright]) AS operand(oid)
-                    WHERE operand.oid >= 16384 AND operand.oid NOT IN (SELECT oid FROM met_types))
+    AND (o.oprname = ANY(%(open_operators)s::text[])
+         OR NOT EXISTS (SELECT 1 FROM unnest(ARRAY[o.oprleft, o.oprright]) AS operand(oid)
+                        WHERE operand.oid >= 16384 AND operand.oid NOT IN (SELECT oid FROM met_types))
+         OR o.oprname = ANY(%(half_open_operators)s::text[])
+            AND EXISTS (SELECT 1 FROM unnest(ARRAY[o.oprleft, o.oprright]) AS operand(oid)
+                        WHERE operand.oid < 16384 OR operand.oid IN (SELECT oid FROM met_types)))
 )
 SELECT n.nspname, p.proname, {_VOLATILITY}, true, false, f.label, false, {EXTENSION_MEMBER}, p.oid
 FROM code_functions f JOIN pg_proc p ON p.oid = f.proc JOIN pg_namespace n ON n.oid = p.pronamespace
@@ -98,6 +107,21 @@ SELECT n.nspname, p.proname, {_VOLATILITY}, n.nspname = ANY(current_schemas(true
        p.pronargs >= 1 AND p.pronargs - p.pronargdefaults <= 1, NULL, false, {EXTENSION_MEMBER}, p.oid
 FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
 WHERE p.proname = ANY(%(functions)s::text[])
+UNION ALL
+SELECT n.nspname, p.proname, {_VOLATILITY}, true, false, 'the operator class ' || c.opcname, false,
+       {EXTENSION_MEMBER}, p.oid
+FROM pg_opclass c CROSS JOIN LATERAL (
+    SELECT a.amproc FROM pg_amproc a WHERE a.amprocfamily = c.opcfamily
+    UNION
+    SELECT o.oprcode FROM pg_amop m JOIN pg_operator o ON o.oid = m.amopopr WHERE m.amopfamily = c.opcfamily
+) AS f(proc)
+JOIN pg_proc p ON p.oid = f.proc JOIN pg_namespace n ON n.oid = p.pronamespace
+WHERE c.opcintype IN (SELECT oid FROM met_types) AND f.proc >= 16384
+UNION ALL
+SELECT n.nspname, p.proname, {_VOLATILITY}, true, false, r.relname, false, {EXTENSION_MEMBER}, p.oid
+FROM user_rels r JOIN pg_foreign_table t ON t.ftrelid = r.oid JOIN pg_foreign_server s ON s.oid = t.ftserver
+JOIN pg_foreign_data_wrapper w ON w.oid = s.srvfdw JOIN pg_proc p ON p.oid = w.fdwhandler
+JOIN pg_namespace n ON n.oid = p.pronamespace
 UNION ALL
 SELECT n.nspname, o.oprname, {_VOLATILITY}, n.nspname = ANY(current_schemas(true)), false, NULL, true,
        {EXTENSION_MEMBER}, p.oid
@@ -123,7 +147,9 @@ SELECT n.nspname, p.proname, {_VOLATILITY}, {EXTENSION_MEMBER}, p.oid, l.lanname
        ARRAY(SELECT support FROM pg_aggregate a CROSS JOIN LATERAL unnest(ARRAY[{_AGGREGATE_SUPPORT}]::oid[]) AS support
              WHERE a.aggfnoid = p.oid AND support <> 0),
        ARRAY(SELECT t FROM unnest(coalesce(p.proallargtypes, p.proargtypes::oid[]) || p.prorettype) AS t
-             WHERE t >= 16384)
+             WHERE t >= 16384),
+       EXISTS (SELECT 1 FROM unnest(coalesce(p.proallargtypes, p.proargtypes::oid[])) AS a JOIN pg_type t ON t.oid = a
+               WHERE t.typtype = 'p' AND (t.typname LIKE 'any%%' OR t.typname = 'record'))
 FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace JOIN pg_language l ON l.oid = p.prolang
 WHERE p.oid = ANY(%(oids)s::oid[])
 """
@@ -145,6 +171,8 @@ class FunctionDefinition:
     """An aggregate's support functions."""
     types: tuple[int, ...]
     """Its parameters' and result's user-defined types, which its body meets (built-in ones run no user code)."""
+    polymorphic: bool
+    """A parameter takes the type of the caller's argument (`anyelement`, `anycompatible`..., `record`)."""
 
 
 async def function_definitions(connection: Connection, oids: Sequence[int]) -> list[FunctionDefinition]:
@@ -160,6 +188,7 @@ async def function_definitions(connection: Connection, oids: Sequence[int]) -> l
             string_syntax,
             tuple(support),
             tuple(types),
+            polymorphic,
         )
         for (
             schema,
@@ -174,21 +203,26 @@ async def function_definitions(connection: Connection, oids: Sequence[int]) -> l
             string_syntax,
             support,
             types,
+            polymorphic,
         ) in await cursor.fetchall()
     ]
 
 
-# Types that run code when a value is converted to them: domains (checks, defaults) and the types of
-# user-defined casts.
+# Types that run code when a value is converted to them or compared: domains (checks, defaults), the
+# types of user-defined casts, and the operands of user-defined operators.
 _CONVERTING_TYPES_SQL = """
 SELECT t.oid FROM pg_type t WHERE t.typtype = 'd' AND t.oid >= 16384
 UNION
 SELECT unnest(ARRAY[c.castsource, c.casttarget]) FROM pg_cast c WHERE c.castfunc >= 16384
+UNION
+SELECT operand FROM pg_operator o CROSS JOIN LATERAL unnest(ARRAY[o.oprleft, o.oprright]) AS operand
+WHERE o.oprcode >= 16384 AND operand >= 16384
 """
 
 
 async def converting_types(connection: Connection) -> list[int]:
-    """Every user-defined domain, and every type of a user-defined cast (see `_CONVERTING_TYPES_SQL`)."""
+    """Every user-defined domain, every type of a user-defined cast, every user-defined operand of a
+    user-defined operator (see `_CONVERTING_TYPES_SQL`)."""
     cursor = await connection.execute(_CONVERTING_TYPES_SQL)
     return [oid for (oid,) in await cursor.fetchall()]
 
@@ -206,9 +240,13 @@ async def function_facts(
     relations: Sequence[QualifiedName],
     types: Sequence[str],
     type_oids: Sequence[int] = (),
+    open_operators: Sequence[str] = (),
+    half_open_operators: Sequence[str] = (),
 ) -> list[CatalogFunction]:
     """One catalog query, inside the caller's (read-only) transaction, which has called `without_jit`. The types
-    met are `types` (by name) and `type_oids`."""
+    met are `types` (by name) and `type_oids`; the operators `open_operators` (applied to untyped literals
+    only) count whatever types they take, and `half_open_operators` (an untyped literal and a typed value)
+    where either operand's type is met or built in."""
     cursor = await connection.execute(
         _FUNCTIONS_SQL,
         {
@@ -217,6 +255,8 @@ async def function_facts(
             "relations": [relation.quoted() for relation in relations],
             "types": list(types),
             "met_type_oids": list(type_oids),
+            "open_operators": list(open_operators),
+            "half_open_operators": list(half_open_operators),
             **PATTERNS,
         },
     )

@@ -9,8 +9,9 @@ result's types count as met (their casts, operators and domain checks run). The 
 body reaches are examined in turn, in the context they run in. A function is harmless when nothing it
 reaches, at any depth, is otherwise.
 
-A body with PL/pgSQL variables meets every type whose conversion runs code (domains, user-defined casts):
-the parser, which knows no catalog, cannot name a variable's user-defined type. Not harmless either: a
+A body with PL/pgSQL variables or polymorphic parameters meets every type whose conversion or operators run
+code (domains, user-defined casts and operators): the parser, which knows no catalog, cannot name a
+variable's user-defined type, and a polymorphic parameter takes its argument's. Not harmless either: a
 body that cannot be examined (another language, SQL built at run time), one past `MAX_EXAMINED`
 functions, and, with its owner's rights (`SECURITY DEFINER`, and what it calls), names of relations or
 types, which may resolve in schemas the reader cannot see; there any function of a called name counts.
@@ -138,9 +139,10 @@ class _Examination:
             if not statement.classification.read_only:
                 raise _Harmful(f"runs {statement.classification.summary()}")
         met_types = list(definition.types)
-        if body.declares_variables:
-            # An assignment converts the value to the variable's type, which the parser cannot always name: as
-            # if it met every type whose conversion runs code.
+        if body.declares_variables or definition.polymorphic:
+            # An assignment converts the value to the variable's type, which the parser cannot always name, and
+            # a polymorphic parameter takes its argument's type: as if it met every type whose conversion or
+            # operators run code.
             if self._converting_types is None:
                 self._converting_types = await catalog.converting_types(self._connection)
             met_types += self._converting_types
@@ -160,6 +162,8 @@ class _Examination:
                 relations,
                 types,
                 met_types,
+                _all(statement.open_operators for statement in statements),
+                _all(statement.half_open_operators for statement in statements),
             )
         if owners_rights:
             # Names resolve with the owner's rights, in schemas the reader may not use: any function counts.

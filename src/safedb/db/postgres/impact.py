@@ -330,6 +330,8 @@ async def _obstacles(
         statement.operators,
         statement.relations,
         statement.types,
+        open_operators=statement.open_operators,
+        half_open_operators=statement.half_open_operators,
     )
     for function in functions:
         if not undone_by_rollback(function):

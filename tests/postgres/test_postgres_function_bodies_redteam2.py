@@ -1,0 +1,187 @@
+"""Red team, second pass: reads SafeDB runs at once (read-only) that still end another session, which no
+rollback undoes, through code no earlier check judged: functions the planner runs for `EXPLAIN`, operators
+of user-defined types reached without the statement naming the type, a btree operator class's comparison
+function, and a foreign table read from another server. Each test fails while the hole is open: it
+classifies the read, runs it the way a read-only call would when SafeDB says it is read-only, and checks
+that the victim sessions are still there and that SafeDB asks."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import psycopg
+import pytest
+
+from safedb.errors import SafeDBError
+from safedb.sql.classification import Classification
+from tests.conftest_postgres import fresh_database
+from tests.postgres.conftest import PgDatabase
+from tests.postgres_server import READER, WRITER, PostgresServer
+
+pytestmark = pytest.mark.anyio
+
+# Ends every session named 'victim' of the role running it (a role may end its own sessions): plainly
+# volatile, so SafeDB asks wherever it sees a call of it.
+_ENDER = (
+    "CREATE FUNCTION ender() RETURNS boolean LANGUAGE sql VOLATILE AS $$ SELECT coalesce(bool_and("
+    "pg_terminate_backend(pid, 5000)), true) FROM pg_stat_activity WHERE application_name = 'victim' "
+    "AND usename = current_user AND pid <> pg_backend_pid() $$"
+)
+
+_COMPARISONS = {"lt": "<", "le": "<=", "eq": "=", "ge": ">=", "gt": ">"}
+
+# No domain and no user-defined cast here: a PL/pgSQL body with variables would otherwise meet their types.
+SETUP = (
+    "CREATE TABLE plain (id integer PRIMARY KEY, v integer)",
+    "INSERT INTO plain VALUES (1, 10), (2, 20)",
+    _ENDER,
+    # EXPLAIN plans: the planner folds calls of immutable functions with constant arguments, evaluates
+    # stable ones to estimate selectivity, and puts column defaults into an INSERT's plan.
+    "CREATE FUNCTION folded_ender() RETURNS boolean LANGUAGE plpgsql IMMUTABLE AS $$ BEGIN RETURN ender(); END $$",
+    "CREATE FUNCTION estimated_ender() RETURNS integer LANGUAGE plpgsql STABLE AS "
+    "$$ BEGIN RETURN ender()::integer; END $$",
+    "CREATE TABLE defaulted (b boolean DEFAULT folded_ender())",
+    # An operator of a user-defined type whose function ends sessions.
+    "CREATE TYPE mood AS ENUM ('calm', 'angry')",
+    "CREATE FUNCTION mood_eq(mood, mood) RETURNS boolean LANGUAGE sql VOLATILE AS "
+    "$$ SELECT ender() AND $1::text = $2::text $$",
+    "CREATE OPERATOR === (LEFTARG = mood, RIGHTARG = mood, FUNCTION = mood_eq)",
+    # ... whose operands are produced by another operator (its result type), untyped literals, the
+    # arguments of a polymorphic function, or PL/pgSQL variables of that type.
+    "CREATE FUNCTION to_mood(integer, integer) RETURNS mood LANGUAGE sql IMMUTABLE AS $$ SELECT 'calm'::mood $$",
+    "CREATE OPERATOR <%> (LEFTARG = integer, RIGHTARG = integer, FUNCTION = to_mood)",
+    "CREATE FUNCTION int_mood(integer, mood) RETURNS boolean LANGUAGE sql VOLATILE AS $$ SELECT ender() $$",
+    "CREATE OPERATOR <=> (LEFTARG = integer, RIGHTARG = mood, FUNCTION = int_mood)",
+    "CREATE FUNCTION poly_same(a anyelement, b anyelement) RETURNS boolean LANGUAGE sql STABLE AS $$ SELECT a === b $$",
+    "CREATE TABLE moods (m mood)",
+    "INSERT INTO moods VALUES ('calm')",
+    "CREATE FUNCTION same_moods() RETURNS boolean LANGUAGE sql STABLE AS "
+    "$$ SELECT bool_and(poly_same(m, m)) FROM moods $$",
+    "CREATE FUNCTION variable_moods() RETURNS boolean LANGUAGE plpgsql STABLE AS "
+    "$$ DECLARE a mood := 'calm'; b mood := 'angry'; BEGIN RETURN a === b; END $$",
+    # A type with a btree operator class of its own (made by a superuser, in the fixture): sorting and
+    # DISTINCT compare with its comparison function, not with an operator the statement names.
+    "CREATE TYPE grade AS ENUM ('low', 'high')",
+    *(
+        f"CREATE FUNCTION grade_{name}(grade, grade) RETURNS boolean LANGUAGE sql IMMUTABLE AS "
+        f"$$ SELECT $1::text {symbol} $2::text $$"
+        for name, symbol in _COMPARISONS.items()
+    ),
+    "CREATE FUNCTION grade_cmp(grade, grade) RETURNS integer LANGUAGE sql IMMUTABLE AS "
+    "$$ SELECT CASE WHEN ender() AND $1::text < $2::text THEN -1 WHEN $1::text > $2::text THEN 1 ELSE 0 END $$",
+    *(
+        f"CREATE OPERATOR public.{symbol} (LEFTARG = grade, RIGHTARG = grade, FUNCTION = grade_{name})"
+        for name, symbol in _COMPARISONS.items()
+    ),
+    "CREATE TABLE grades (g grade)",
+    "INSERT INTO grades VALUES ('high'), ('low')",
+    # What a foreign table reads on the other server (here this one) is a view that ends sessions.
+    "CREATE VIEW ending_view AS SELECT ender() AS ended",
+)
+
+
+def _superuser_setup(server: PostgresServer, name: str) -> tuple[str, ...]:
+    return (
+        "CREATE OPERATOR CLASS grade_order DEFAULT FOR TYPE grade USING btree AS OPERATOR 1 public.<, "
+        "OPERATOR 2 public.<=, OPERATOR 3 public.=, OPERATOR 4 public.>=, OPERATOR 5 public.>, "
+        "FUNCTION 1 grade_cmp(grade, grade)",
+        "CREATE EXTENSION postgres_fdw",
+        "CREATE SERVER loopback FOREIGN DATA WRAPPER postgres_fdw "
+        f"OPTIONS (host '127.0.0.1', port '{server.port}', dbname '{name}')",
+        f"CREATE USER MAPPING FOR {READER} SERVER loopback "
+        f"OPTIONS (user '{READER}', password '{server.passwords[READER]}')",
+        "CREATE FOREIGN TABLE remote_ending (ended boolean) SERVER loopback OPTIONS (table_name 'ending_view')",
+        f"GRANT SELECT ON remote_ending, ending_view TO {READER}",
+    )
+
+
+@pytest.fixture(scope="module")
+def pg(postgres_cluster: PostgresServer) -> Iterator[PgDatabase]:
+    name = fresh_database(postgres_cluster, SETUP)
+    with postgres_cluster.connect(name) as admin:
+        for statement in _superuser_setup(postgres_cluster, name):
+            admin.execute(statement.encode())
+    yield PgDatabase(postgres_cluster, name)
+    postgres_cluster.drop_database(name)
+
+
+@pytest.fixture
+def victims(pg: PgDatabase) -> Iterator[list[psycopg.Connection[tuple[object, ...]]]]:
+    """A session of the reader's role and one of the writer's, which a read could end."""
+    urls = [pg.server.url(role, pg.name) + "?application_name=victim" for role in (READER, WRITER)]
+    connections = [psycopg.connect(url, autocommit=True) for url in urls]
+    try:
+        yield connections
+    finally:
+        for connection in connections:
+            connection.close()
+
+
+def _ended(victims: list[psycopg.Connection[tuple[object, ...]]]) -> list[int]:
+    ended = []
+    for index, connection in enumerate(victims):
+        try:
+            connection.execute(b"SELECT 1")
+        except psycopg.OperationalError:
+            ended.append(index)
+    return ended
+
+
+async def _read_if_read_only(pg: PgDatabase, classification: Classification) -> None:
+    """What a call does with a statement SafeDB classifies as read-only: run it at once (an error it then
+    reports, such as a permission the reader lacks, comes after planning)."""
+    if not classification.read_only:
+        return
+    database = pg.open()
+    try:
+        await database.read(classification)
+    except SafeDBError:
+        pass
+    finally:
+        await database.aclose()
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        pytest.param("EXPLAIN SELECT folded_ender()", id="explain-folds-immutable"),
+        pytest.param("EXPLAIN SELECT * FROM plain WHERE id = estimated_ender()", id="explain-estimates-stable"),
+        pytest.param("EXPLAIN INSERT INTO defaulted DEFAULT VALUES", id="explain-plans-column-default"),
+        pytest.param("SELECT 'calm' === 'angry'", id="operator-on-untyped-literals"),
+        pytest.param("SELECT (1 <%> 2) === (2 <%> 1)", id="operator-on-operator-results"),
+        pytest.param("SELECT 1 <=> 'calm'", id="operator-on-typed-and-untyped-operands"),
+        pytest.param("SELECT poly_same('calm'::mood, 'angry'::mood)", id="operator-in-polymorphic-body"),
+        pytest.param("SELECT same_moods()", id="operator-in-polymorphic-callee"),
+        pytest.param("SELECT variable_moods()", id="operator-on-plpgsql-variables"),
+        pytest.param("SELECT g FROM grades ORDER BY g", id="operator-class-comparison-order-by"),
+        pytest.param("SELECT DISTINCT g FROM grades", id="operator-class-comparison-distinct"),
+        pytest.param("SELECT * FROM remote_ending", id="foreign-table-remote-view"),
+    ],
+)
+async def test_a_read_that_ends_sessions_asks(
+    pg: PgDatabase, victims: list[psycopg.Connection[tuple[object, ...]]], sql: str
+) -> None:
+    (classification,) = await pg.classifications(sql)
+    await _read_if_read_only(pg, classification)
+
+    assert _ended(victims) == [], f"{sql!r} ran at once and ended another session"
+    assert not classification.read_only
+
+
+async def test_reads_that_reach_only_harmless_code_still_read(pg: PgDatabase) -> None:
+    statements = (
+        "EXPLAIN SELECT * FROM plain WHERE id = 1",
+        "EXPLAIN DELETE FROM plain",
+        "SELECT m FROM moods ORDER BY m",
+        "SELECT 'a'::text = 'b', 1 + 1",
+        "SELECT (1 <%> 2)::text",
+    )
+    classifications = await pg.classifications(*statements)
+
+    assert [str(change) for classification in classifications for change in classification.changes] == []
+    database = pg.open()
+    try:
+        results = [(await database.read(classification)).rows for classification in classifications[2:]]
+    finally:
+        await database.aclose()
+    assert results == [(("calm",),), ((False, 2),), (("calm",),)]
