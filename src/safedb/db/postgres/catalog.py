@@ -116,7 +116,7 @@ FROM pg_opclass c CROSS JOIN LATERAL (
     SELECT o.oprcode FROM pg_amop m JOIN pg_operator o ON o.oid = m.amopopr WHERE m.amopfamily = c.opcfamily
 ) AS f(proc)
 JOIN pg_proc p ON p.oid = f.proc JOIN pg_namespace n ON n.oid = p.pronamespace
-WHERE c.opcintype IN (SELECT oid FROM met_types) AND f.proc >= 16384
+WHERE c.opcintype >= 16384 AND c.opcintype IN (SELECT oid FROM met_types) AND f.proc >= 16384
 UNION ALL
 SELECT n.nspname, p.proname, {_VOLATILITY}, true, false, r.relname, false, {EXTENSION_MEMBER}, p.oid
 FROM user_rels r JOIN pg_foreign_table t ON t.ftrelid = r.oid JOIN pg_foreign_server s ON s.oid = t.ftserver
