@@ -75,6 +75,17 @@ SETUP = (
     ),
     "CREATE TABLE grades (g grade)",
     "INSERT INTO grades VALUES ('high'), ('low')",
+    # A second btree order for a built-in type (a family of its own, made by a superuser): `ORDER BY n USING
+    # <#` sorts with that family's comparison function.
+    "CREATE FUNCTION odd_cmp(integer, integer) RETURNS integer LANGUAGE sql IMMUTABLE AS "
+    "$$ SELECT CASE WHEN ender() THEN btint4cmp($1, $2) ELSE 0 END $$",
+    *(
+        f"CREATE OPERATOR public.{symbol}# (LEFTARG = integer, RIGHTARG = integer, FUNCTION = int4{name})"
+        for name, symbol in _COMPARISONS.items()
+    ),
+    "CREATE OPERATOR public.+# (LEFTARG = integer, RIGHTARG = integer, FUNCTION = int4pl)",
+    "CREATE TABLE numbers (n integer)",
+    "INSERT INTO numbers VALUES (2), (1)",
     # What a foreign table reads on the other server (here this one) is a view that ends sessions.
     "CREATE VIEW ending_view AS SELECT ender() AS ended",
 )
@@ -85,6 +96,9 @@ def _superuser_setup(server: PostgresServer, name: str) -> tuple[str, ...]:
         "CREATE OPERATOR CLASS grade_order DEFAULT FOR TYPE grade USING btree AS OPERATOR 1 public.<, "
         "OPERATOR 2 public.<=, OPERATOR 3 public.=, OPERATOR 4 public.>=, OPERATOR 5 public.>, "
         "FUNCTION 1 grade_cmp(grade, grade)",
+        "CREATE OPERATOR CLASS odd_order FOR TYPE integer USING btree AS OPERATOR 1 public.<#, "
+        "OPERATOR 2 public.<=#, OPERATOR 3 public.=#, OPERATOR 4 public.>=#, OPERATOR 5 public.>#, "
+        "FUNCTION 1 odd_cmp(integer, integer)",
         "CREATE EXTENSION postgres_fdw",
         "CREATE SERVER loopback FOREIGN DATA WRAPPER postgres_fdw "
         f"OPTIONS (host '127.0.0.1', port '{server.port}', dbname '{name}')",
@@ -155,6 +169,7 @@ async def _read_if_read_only(pg: PgDatabase, classification: Classification) -> 
         pytest.param("SELECT variable_moods()", id="operator-on-plpgsql-variables"),
         pytest.param("SELECT g FROM grades ORDER BY g", id="operator-class-comparison-order-by"),
         pytest.param("SELECT DISTINCT g FROM grades", id="operator-class-comparison-distinct"),
+        pytest.param("SELECT n FROM numbers ORDER BY n USING <#", id="operator-family-of-a-built-in-type"),
         pytest.param("SELECT * FROM remote_ending", id="foreign-table-remote-view"),
     ],
 )
@@ -175,6 +190,8 @@ async def test_reads_that_reach_only_harmless_code_still_read(pg: PgDatabase) ->
         "SELECT m FROM moods ORDER BY m",
         "SELECT 'a'::text = 'b', 1 + 1",
         "SELECT (1 <%> 2)::text",
+        "SELECT n FROM numbers ORDER BY n",  # the default order: a second family for integer is not used
+        "SELECT 1 +# 2",  # a user-defined operator whose function is built in
     )
     classifications = await pg.classifications(*statements)
 
@@ -184,4 +201,4 @@ async def test_reads_that_reach_only_harmless_code_still_read(pg: PgDatabase) ->
         results = [(await database.read(classification)).rows for classification in classifications[2:]]
     finally:
         await database.aclose()
-    assert results == [(("calm",),), ((False, 2),), (("calm",),)]
+    assert results == [(("calm",),), ((False, 2),), (("calm",),), ((1,), (2,)), ((3,),)]

@@ -114,7 +114,8 @@ class CatalogFunction:
     via: str | None = None
     """For a function a referenced view or policy depends on: that relation's name."""
     operator: bool = False
-    """The row is an operator named in the statement (`name` is its symbol), judged by its function."""
+    """The row is an operator named in the statement (`name` is its symbol, `schema` its function's), judged by its
+    function."""
     extension: bool = False
     """The function was installed by an extension (a member, owned by a superuser): trusted by its label, as
     built-ins are (see `safedb.db.postgres.stored_code.EXTENSION_MEMBER`)."""

@@ -33,8 +33,9 @@ _VOLATILITY = f"""CASE WHEN p.prokind = 'a' THEN (
 # every type inside these (`stored_code.MET_TYPES`), and what the named operators return. A cast or an
 # operator of a user-defined type counts only where the statement meets that type, except an operator
 # applied to untyped literals only (`open_operators`), or to one beside a typed value (`half_open_operators`:
-# where the other operand's type may be met). The functions of the operator classes of the types met
-# (a btree class's comparison sorts unasked), and the handlers of the foreign tables read.
+# where the other operand's type may be met). The user-defined functions of the default operator families of
+# the types met (a btree class's comparison sorts unasked) and of those holding an operator that counts
+# (`ORDER BY x USING op` sorts with its family's comparison), and the handlers of the foreign tables read.
 _FUNCTIONS_SQL = f"""
 WITH RECURSIVE
 user_rels(oid, relname, reltype) AS (
@@ -108,15 +109,19 @@ SELECT n.nspname, p.proname, {_VOLATILITY}, n.nspname = ANY(current_schemas(true
 FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
 WHERE p.proname = ANY(%(functions)s::text[])
 UNION ALL
-SELECT n.nspname, p.proname, {_VOLATILITY}, true, false, 'the operator class ' || c.opcname, false,
+SELECT n.nspname, p.proname, {_VOLATILITY}, true, false, 'the operator family ' || family.opfname, false,
        {EXTENSION_MEMBER}, p.oid
-FROM pg_opclass c CROSS JOIN LATERAL (
-    SELECT a.amproc FROM pg_amproc a WHERE a.amprocfamily = c.opcfamily
+FROM (
+    SELECT a.amprocfamily, a.amproc::oid FROM pg_amproc a WHERE a.amproc::oid >= 16384
     UNION
-    SELECT o.oprcode FROM pg_amop m JOIN pg_operator o ON o.oid = m.amopopr WHERE m.amopfamily = c.opcfamily
-) AS f(proc)
+    SELECT m.amopfamily, o.oprcode::oid FROM pg_amop m JOIN pg_operator o ON o.oid = m.amopopr
+    WHERE o.oprcode::oid >= 16384
+) AS f(family, proc)
+JOIN pg_opfamily family ON family.oid = f.family
 JOIN pg_proc p ON p.oid = f.proc JOIN pg_namespace n ON n.oid = p.pronamespace
-WHERE c.opcintype >= 16384 AND c.opcintype IN (SELECT oid FROM met_types) AND f.proc >= 16384
+WHERE EXISTS (SELECT 1 FROM pg_opclass c WHERE c.opcfamily = f.family AND c.opcdefault
+              AND c.opcintype IN (SELECT oid FROM met_types))
+   OR EXISTS (SELECT 1 FROM pg_amop m JOIN operators o ON o.oid = m.amopopr WHERE m.amopfamily = f.family)
 UNION ALL
 SELECT n.nspname, p.proname, {_VOLATILITY}, true, false, r.relname, false, {EXTENSION_MEMBER}, p.oid
 FROM user_rels r JOIN pg_foreign_table t ON t.ftrelid = r.oid JOIN pg_foreign_server s ON s.oid = t.ftserver
@@ -125,13 +130,13 @@ JOIN pg_namespace n ON n.oid = p.pronamespace
 UNION ALL
 SELECT n.nspname, o.oprname, {_VOLATILITY}, n.nspname = ANY(current_schemas(true)), false, NULL, true,
        {EXTENSION_MEMBER}, p.oid
-FROM operators o JOIN pg_proc p ON p.oid = o.oprcode JOIN pg_namespace n ON n.oid = o.oprnamespace
+FROM operators o JOIN pg_proc p ON p.oid = o.oprcode JOIN pg_namespace n ON n.oid = p.pronamespace
 UNION ALL  -- a user-defined operator's negator and commutator, which the planner may apply instead
 SELECT n.nspname, o.oprname, {_VOLATILITY}, n.nspname = ANY(current_schemas(true)), false, NULL, true,
        {EXTENSION_MEMBER}, p.oid
 FROM operators o CROSS JOIN LATERAL (VALUES (o.oprnegate), (o.oprcom)) AS related(oid)
 JOIN pg_operator r ON r.oid = related.oid JOIN pg_proc p ON p.oid = r.oprcode
-JOIN pg_namespace n ON n.oid = o.oprnamespace
+JOIN pg_namespace n ON n.oid = p.pronamespace
 WHERE o.oid >= 16384
 """
 
