@@ -232,9 +232,11 @@ def _explain(sql: str, text: str, node: ast.ExplainStmt) -> PostgresStatement:
     Planning runs code too: it folds calls of immutable functions, evaluates stable ones to estimate, inlines
     SQL functions and puts column defaults into the plan. So EXPLAIN is judged by what the statement calls,
     as a read of it would be, without the changes the statement would make; one that writes column defaults
-    asks as the statement does."""
+    asks as the statement does. `EXPLAIN DECLARE` plans the cursor's query."""
     inner = node.query
     if not option_enabled(node.options, "analyze"):
+        if isinstance(inner, ast.DeclareCursorStmt):
+            inner = inner.query  # EXPLAIN DECLARE plans the cursor's query
         if not isinstance(inner, _EXECUTING):
             return PostgresStatement(Classification(statement=sql), text, "ExplainStmt")
         planned = _executing(sql, text, inner)

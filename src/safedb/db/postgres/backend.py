@@ -87,6 +87,7 @@ class PostgresDatabase:
                     statement.types,
                     open_operators=statement.open_operators,
                     half_open_operators=statement.half_open_operators,
+                    planned_code=statement.classification.read_only,
                 )
                 facts = await function_bodies.judged(connection, facts)
         return statement.with_changes(function_changes(statement.functions, facts))

@@ -36,6 +36,9 @@ _VOLATILITY = f"""CASE WHEN p.prokind = 'a' THEN (
 # where the other operand's type may be met). The user-defined functions of the default operator families of
 # the types met (a btree class's comparison sorts unasked) and of those holding an operator that counts
 # (`ORDER BY x USING op` sorts with its family's comparison), and the handlers of the foreign tables read.
+# A relation read brings its inheritance children and partitions (a read scans them, a foreign one on its
+# server), and the functions its index expressions and predicates and check constraints call: planning
+# folds constants there when it loads them (constraint exclusion reads the checks).
 _FUNCTIONS_SQL = f"""
 WITH RECURSIVE
 user_rels(oid, relname, reltype) AS (
@@ -45,14 +48,18 @@ user_rels(oid, relname, reltype) AS (
     UNION
     SELECT c.oid, c.relname::text, c.reltype FROM user_rels r
     CROSS JOIN LATERAL (
-        SELECT w.ev_action::text AS tree FROM pg_rewrite w WHERE w.ev_class = r.oid AND w.ev_type = '1'
-        UNION ALL
-        SELECT e.tree FROM pg_policy p
-        CROSS JOIN LATERAL unnest(ARRAY[p.polqual::text, p.polwithcheck::text]) AS e(tree)
-        WHERE p.polrelid = r.oid AND e.tree IS NOT NULL
-    ) AS code
-    CROSS JOIN LATERAL regexp_matches(code.tree, %(relation_oids)s, 'g') AS m
-    JOIN pg_class c ON c.oid = m[1]::oid
+        SELECT m[1]::oid FROM (
+            SELECT w.ev_action::text AS tree FROM pg_rewrite w WHERE w.ev_class = r.oid AND w.ev_type = '1'
+            UNION ALL
+            SELECT e.tree FROM pg_policy p
+            CROSS JOIN LATERAL unnest(ARRAY[p.polqual::text, p.polwithcheck::text]) AS e(tree)
+            WHERE p.polrelid = r.oid AND e.tree IS NOT NULL
+        ) AS code
+        CROSS JOIN LATERAL regexp_matches(code.tree, %(relation_oids)s, 'g') AS m
+        UNION ALL  -- a read of a table scans its inheritance children and partitions too
+        SELECT i.inhrelid FROM pg_inherits i WHERE i.inhparent = r.oid
+    ) AS next(oid)
+    JOIN pg_class c ON c.oid = next.oid
     WHERE c.relnamespace NOT IN ('pg_catalog'::regnamespace, 'information_schema'::regnamespace)
 ),
 seed_trees(label, bucket, tree) AS (
@@ -64,6 +71,14 @@ seed_trees(label, bucket, tree) AS (
     UNION ALL
     SELECT r.relname, 'row', e.tree FROM user_rels r JOIN pg_policy p ON p.polrelid = r.oid
     CROSS JOIN LATERAL unnest(ARRAY[p.polqual::text, p.polwithcheck::text]) AS e(tree) WHERE e.tree IS NOT NULL
+    UNION ALL  -- planning folds constants in the index expressions and predicates of the relations it reads,
+               -- and in their check constraints (constraint exclusion)
+    SELECT r.relname, 'row', e.tree FROM user_rels r JOIN pg_index i ON i.indrelid = r.oid
+    CROSS JOIN LATERAL unnest(ARRAY[i.indexprs::text, i.indpred::text]) AS e(tree)
+    WHERE %(planned_code)s AND e.tree IS NOT NULL
+    UNION ALL
+    SELECT r.relname, 'row', c.conbin::text FROM user_rels r JOIN pg_constraint c ON c.conrelid = r.oid
+    WHERE %(planned_code)s AND c.contype = 'c' AND c.conbin IS NOT NULL
 ),
 seed_types(label, bucket, oid) AS (
     SELECT to_regtype(name)::text, 'row', to_regtype(name)::oid FROM unnest(%(types)s::text[]) AS name
@@ -247,11 +262,14 @@ async def function_facts(
     type_oids: Sequence[int] = (),
     open_operators: Sequence[str] = (),
     half_open_operators: Sequence[str] = (),
+    planned_code: bool = True,
 ) -> list[CatalogFunction]:
     """One catalog query, inside the caller's (read-only) transaction, which has called `without_jit`. The types
     met are `types` (by name) and `type_oids`; the operators `open_operators` (applied to untyped literals
     only) count whatever types they take, and `half_open_operators` (an untyped literal and a typed value)
-    where either operand's type is met or built in."""
+    where either operand's type is met or built in. With `planned_code`, also what the relations' index
+    expressions and predicates and check constraints call, which planning folds (a statement that asks
+    anyway leaves it to its impact preview, which names it per table)."""
     cursor = await connection.execute(
         _FUNCTIONS_SQL,
         {
@@ -262,6 +280,7 @@ async def function_facts(
             "met_type_oids": list(type_oids),
             "open_operators": list(open_operators),
             "half_open_operators": list(half_open_operators),
+            "planned_code": planned_code,
             **PATTERNS,
         },
     )

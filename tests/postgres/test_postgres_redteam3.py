@@ -1,0 +1,152 @@
+"""Red team, third pass: reads SafeDB runs at once (read-only) that still end another session, which no
+rollback undoes, through code the planner runs of its own accord for a relation the statement reads (its
+index expressions and predicates, its inheritance children's check constraints, its foreign children and
+partitions) and through `EXPLAIN DECLARE`. Each test classifies the read, runs it the way a read-only call
+would when SafeDB says it is read-only, and checks that the victim sessions are still there and that SafeDB
+asks. Then reads an application's schema takes for granted, which must not ask."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import psycopg
+import pytest
+
+from safedb.errors import SafeDBError
+from safedb.sql.classification import Classification
+from tests.conftest_postgres import fresh_database
+from tests.postgres.conftest import PgDatabase
+from tests.postgres_server import READER, WRITER, PostgresServer
+
+pytestmark = pytest.mark.anyio
+
+# Ends every session named 'victim' of the role running it; labelled immutable through a PL/pgSQL wrapper,
+# so that the planner folds a call of it with constant arguments wherever it meets one.
+_ENDER = (
+    "CREATE FUNCTION ender() RETURNS boolean LANGUAGE sql VOLATILE AS $$ SELECT coalesce(bool_and("
+    "pg_terminate_backend(pid, 5000)), true) FROM pg_stat_activity WHERE application_name = 'victim' "
+    "AND usename = current_user AND pid <> pg_backend_pid() $$"
+)
+
+SETUP = (
+    _ENDER,
+    "CREATE FUNCTION folded_ender() RETURNS boolean LANGUAGE plpgsql IMMUTABLE AS $$ BEGIN RETURN ender(); END $$",
+    # The planner loads a table's index expressions and predicates, folding constants, whatever the query.
+    "CREATE TABLE partly_indexed (id integer, v integer)",
+    "CREATE INDEX partly_indexed_id ON partly_indexed (id) WHERE folded_ender()",
+    "CREATE TABLE expression_indexed (id integer)",
+    "CREATE INDEX expression_indexed_id ON expression_indexed ((id + folded_ender()::integer))",
+    # ... and, for constraint exclusion, the check constraints of the children a read of their parent scans.
+    "CREATE TABLE parent (ended boolean)",
+    "CREATE TABLE checked_child (CHECK (folded_ender())) INHERITS (parent)",
+    # What the foreign children read on the other server (here this one) is a view that ends sessions.
+    "CREATE VIEW ending_view AS SELECT ender() AS ended",
+    "CREATE TABLE foreign_parent (ended boolean)",
+    "CREATE TABLE partitioned (ended boolean) PARTITION BY LIST (ended)",
+    "CREATE TABLE plain (id integer, v integer)",
+)
+
+
+def _superuser_setup(server: PostgresServer, name: str) -> tuple[str, ...]:
+    return (
+        "CREATE EXTENSION postgres_fdw",
+        "CREATE SERVER loopback FOREIGN DATA WRAPPER postgres_fdw "
+        f"OPTIONS (host '127.0.0.1', port '{server.port}', dbname '{name}')",
+        f"CREATE USER MAPPING FOR {READER} SERVER loopback "
+        f"OPTIONS (user '{READER}', password '{server.passwords[READER]}')",
+        "CREATE FOREIGN TABLE foreign_child () INHERITS (foreign_parent) SERVER loopback "
+        "OPTIONS (table_name 'ending_view')",
+        "CREATE FOREIGN TABLE foreign_partition PARTITION OF partitioned DEFAULT SERVER loopback "
+        "OPTIONS (table_name 'ending_view')",
+        f"GRANT SELECT ON foreign_child, foreign_partition, ending_view TO {READER}",
+    )
+
+
+@pytest.fixture(scope="module")
+def pg(postgres_cluster: PostgresServer) -> Iterator[PgDatabase]:
+    name = fresh_database(postgres_cluster, SETUP)
+    with postgres_cluster.connect(name) as admin:
+        for statement in _superuser_setup(postgres_cluster, name):
+            admin.execute(statement.encode())
+    yield PgDatabase(postgres_cluster, name)
+    postgres_cluster.drop_database(name)
+
+
+@pytest.fixture
+def victims(pg: PgDatabase) -> Iterator[list[psycopg.Connection[tuple[object, ...]]]]:
+    """A session of the reader's role and one of the writer's, which a read could end."""
+    urls = [pg.server.url(role, pg.name) + "?application_name=victim" for role in (READER, WRITER)]
+    connections = [psycopg.connect(url, autocommit=True) for url in urls]
+    try:
+        yield connections
+    finally:
+        for connection in connections:
+            connection.close()
+
+
+def _ended(victims: list[psycopg.Connection[tuple[object, ...]]]) -> list[int]:
+    ended = []
+    for index, connection in enumerate(victims):
+        try:
+            connection.execute(b"SELECT 1")
+        except psycopg.OperationalError:
+            ended.append(index)
+    return ended
+
+
+async def _read_if_read_only(pg: PgDatabase, classification: Classification) -> None:
+    """What a call does with a statement SafeDB classifies as read-only: run it at once, on fresh
+    connections (the planner loads a relation's index and constraint expressions once per session)."""
+    if not classification.read_only:
+        return
+    database = pg.open()
+    try:
+        await database.read(classification)
+    except SafeDBError:
+        pass
+    finally:
+        await database.aclose()
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        pytest.param("SELECT * FROM partly_indexed WHERE id = 1", id="index-predicate-folded"),
+        pytest.param("SELECT count(*) FROM expression_indexed", id="index-expression-folded"),
+        pytest.param("SELECT * FROM parent WHERE ended", id="child-check-constraint-folded"),
+        pytest.param("SELECT * FROM foreign_parent", id="foreign-inheritance-child"),
+        pytest.param("SELECT * FROM partitioned", id="foreign-partition"),
+        pytest.param("EXPLAIN DECLARE c CURSOR FOR SELECT folded_ender()", id="explain-declare"),
+    ],
+)
+async def test_a_read_that_ends_sessions_asks(
+    pg: PgDatabase, victims: list[psycopg.Connection[tuple[object, ...]]], sql: str
+) -> None:
+    (classification,) = await pg.classifications(sql)
+    await _read_if_read_only(pg, classification)
+
+    assert _ended(victims) == [], f"{sql!r} ran at once and ended another session"
+    assert not classification.read_only
+
+
+async def test_the_dry_run_of_a_write_reading_such_a_table_does_not_end_sessions(
+    pg: PgDatabase, victims: list[psycopg.Connection[tuple[object, ...]]]
+) -> None:
+    """The dry run runs as the writer: planning there folds the index predicate of a table the write reads."""
+    (impact,) = await pg.previews("INSERT INTO plain SELECT id, v FROM partly_indexed")
+
+    assert _ended(victims) == []
+    assert "no dry run" in impact.lines[0]
+    assert pg.rows("SELECT count(*) FROM plain") == [(0,)]
+
+
+async def test_explain_declare_of_a_harmless_query_is_a_read(pg: PgDatabase) -> None:
+    (harmless,) = await pg.classifications("EXPLAIN DECLARE c CURSOR FOR SELECT 1")
+
+    assert harmless.read_only
+    database = pg.open()
+    try:
+        result = await database.read(harmless)
+    finally:
+        await database.aclose()
+    assert "Result" in str(result.rows[0][0])
