@@ -44,6 +44,25 @@ SETUP = (
     "CREATE TABLE foreign_parent (ended boolean)",
     "CREATE TABLE partitioned (ended boolean) PARTITION BY LIST (ended)",
     "CREATE TABLE plain (id integer, v integer)",
+    # Row-level security as applications set it up: a SECURITY DEFINER helper, with a search path of its own,
+    # reads a membership table the reader may not read.
+    "CREATE TABLE memberships (member text, team integer)",
+    f"INSERT INTO memberships VALUES ('{READER}', 1)",
+    "CREATE FUNCTION my_teams() RETURNS SETOF integer LANGUAGE sql STABLE SECURITY DEFINER "
+    "SET search_path = public, pg_temp AS $$ SELECT team FROM memberships WHERE member = session_user $$",
+    "CREATE FUNCTION is_member(t integer) RETURNS boolean LANGUAGE sql STABLE SECURITY DEFINER "
+    "SET search_path = '' AS $$ SELECT EXISTS (SELECT 1 FROM public.memberships m "
+    "WHERE m.member = session_user AND m.team = t) $$",
+    "CREATE TABLE documents (id integer, team integer, title text)",
+    "INSERT INTO documents VALUES (1, 1, 'plan'), (2, 2, 'secret')",
+    "ALTER TABLE documents ENABLE ROW LEVEL SECURITY",
+    "CREATE POLICY documents_of_members ON documents USING (is_member(team))",
+    f"REVOKE SELECT ON memberships FROM {READER}",
+    # ... and one whose `$user` is a schema of its owner's, where names resolve otherwise for the reader.
+    f"CREATE SCHEMA {WRITER}",
+    f"CREATE VIEW {WRITER}.memberships AS SELECT ender()::text AS member, 1 AS team",
+    "CREATE FUNCTION public.users_teams() RETURNS SETOF integer LANGUAGE sql STABLE SECURITY DEFINER "
+    'SET search_path = "$user", public AS $$ SELECT team FROM memberships $$',
 )
 
 
@@ -150,3 +169,30 @@ async def test_explain_declare_of_a_harmless_query_is_a_read(pg: PgDatabase) -> 
     finally:
         await database.aclose()
     assert "Result" in str(result.rows[0][0])
+
+
+async def test_row_security_through_a_security_definer_helper_with_its_own_search_path_is_a_read(
+    pg: PgDatabase,
+) -> None:
+    """Such helpers name relations; where the reader and the owner resolve names alike (each schema of the
+    helper's search path usable by both or by neither), they are judged by their bodies."""
+    statements = ("SELECT title FROM documents", "SELECT * FROM my_teams()", "SELECT is_member(2)")
+    classifications = await pg.classifications(*statements)
+
+    assert [str(change) for classification in classifications for change in classification.changes] == []
+    database = pg.open()
+    try:
+        results = [(await database.read(classification)).rows for classification in classifications]
+    finally:
+        await database.aclose()
+    assert results == [(("plan",),), ((1,),), ((False,),)]
+
+
+async def test_a_security_definer_helper_whose_user_schema_differs_still_asks(
+    pg: PgDatabase, victims: list[psycopg.Connection[tuple[object, ...]]]
+) -> None:
+    (classification,) = await pg.classifications("SELECT * FROM users_teams()")
+
+    assert not classification.read_only
+    assert "SECURITY DEFINER" in str(classification.changes[0].detail)
+    assert _ended(victims) == []

@@ -158,7 +158,7 @@ WHERE o.oid >= 16384
 # The functions `oids` with what judging their bodies takes: the definition of an SQL or PL/pgSQL one, the
 # search path it sets for itself, an aggregate's support functions.
 _DEFINITIONS_SQL = f"""
-SELECT n.nspname, p.proname, {_VOLATILITY}, {EXTENSION_MEMBER}, p.oid, l.lanname::text, p.prosecdef,
+SELECT n.nspname, p.proname, {_VOLATILITY}, {EXTENSION_MEMBER}, p.oid, l.lanname::text, p.prosecdef, p.proowner,
        CASE WHEN p.prokind <> 'a' AND l.lanname IN ('sql', 'plpgsql') THEN pg_get_functiondef(p.oid) END,
        (SELECT substr(setting, length('search_path=') + 1) FROM unnest(p.proconfig) AS setting
         WHERE setting LIKE 'search\\_path=%%'),
@@ -183,6 +183,8 @@ class FunctionDefinition:
     """`CREATE FUNCTION` for an SQL or PL/pgSQL function; None for an aggregate or another language."""
     security_definer: bool
     """It runs with its owner's rights (`SECURITY DEFINER`)."""
+    owner: int
+    """Its owner's role."""
     search_path: str | None
     """The search path the function sets for itself (`SET search_path`), which its body's names resolve in."""
     string_syntax: str | None
@@ -204,6 +206,7 @@ async def function_definitions(connection: Connection, oids: Sequence[int]) -> l
             language,
             definition,
             security_definer,
+            owner,
             search_path,
             string_syntax,
             tuple(support),
@@ -218,6 +221,7 @@ async def function_definitions(connection: Connection, oids: Sequence[int]) -> l
             oid,
             language,
             security_definer,
+            owner,
             definition,
             search_path,
             string_syntax,
@@ -226,6 +230,28 @@ async def function_definitions(connection: Connection, oids: Sequence[int]) -> l
             polymorphic,
         ) in await cursor.fetchall()
     ]
+
+
+# Whether each schema name of a search path resolves alike for the reader and the role `owner`: the implicit
+# ones; a schema that does not exist; one both or neither may use; `$user` when no schema bears either name.
+_RESOLVES_ALIKE_SQL = """
+SELECT coalesce(bool_and(CASE
+    WHEN name IN ('pg_catalog', 'pg_temp') THEN true
+    WHEN name = '$user' THEN current_user = (SELECT rolname FROM pg_roles WHERE oid = %(owner)s)
+        OR NOT EXISTS (SELECT 1 FROM pg_namespace n JOIN pg_roles r ON r.rolname = n.nspname
+                       WHERE r.rolname = current_user OR r.oid = %(owner)s)
+    WHEN NOT EXISTS (SELECT 1 FROM pg_namespace n WHERE n.nspname = name) THEN true
+    ELSE has_schema_privilege(name, 'USAGE') = has_schema_privilege(%(owner)s::oid, name, 'USAGE')
+END), true) FROM unnest(%(names)s::text[]) AS name
+"""
+
+
+async def resolves_alike(connection: Connection, names: Sequence[str], owner: int) -> bool:
+    """Whether relation and type names resolve alike for the reader and for `owner` in the search path of
+    schemas `names` (see `_RESOLVES_ALIKE_SQL`)."""
+    cursor = await connection.execute(_RESOLVES_ALIKE_SQL, {"names": list(names), "owner": owner})
+    row = await cursor.fetchone()
+    return bool(row and row[0])
 
 
 # Types that run code when a value is converted to them or compared: domains (checks, defaults), the

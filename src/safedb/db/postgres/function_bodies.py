@@ -14,11 +14,13 @@ code (domains, user-defined casts and operators): the parser, which knows no cat
 variable's user-defined type, and a polymorphic parameter takes its argument's. Not harmless either: a
 body that cannot be examined (another language, SQL built at run time), one past `MAX_EXAMINED`
 functions, and, with its owner's rights (`SECURITY DEFINER`, and what it calls), names of relations or
-types, which may resolve in schemas the reader cannot see; there any function of a called name counts.
+types, which may resolve in schemas the reader cannot see, unless the search path it runs in resolves them
+alike for both roles (`catalog.resolves_alike`); there any function of a called name counts.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import AsyncIterator, Iterable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, replace
@@ -44,7 +46,8 @@ class _Context:
 
     oid: int
     search_path: str | None = None
-    owners_rights: bool = False
+    owner: int | None = None
+    """With its owner's rights (`SECURITY DEFINER`, or called by such a function): that owner's role."""
 
 
 async def judged(connection: Connection, rows: list[CatalogFunction]) -> list[CatalogFunction]:
@@ -114,18 +117,18 @@ class _Examination:
         harmless (a call, a statement that is not a read)."""
         # A function with a search path or rights of its own runs with them; else with its caller's.
         path = definition.search_path or context.search_path
-        owners_rights = definition.security_definer or context.owners_rights
+        owner = definition.owner if definition.security_definer else context.owner
         if definition.support:  # an aggregate: its support functions, judged as calls of them
             supports = await catalog.function_definitions(self._connection, definition.support)
             rows = [support.function for support in supports]
             if changes := function_changes([FunctionRef(row.name, row.schema) for row in rows], rows):
                 raise _Harmful(_calls(changes[0]))
         else:
-            rows = await self._body_rows(definition, path, owners_rights)
-        self._calls[context] = {_Context(row.oid, path, owners_rights): row.name for row in rows if row.judged_by_body}
+            rows = await self._body_rows(definition, path, owner)
+        self._calls[context] = {_Context(row.oid, path, owner): row.name for row in rows if row.judged_by_body}
 
     async def _body_rows(
-        self, definition: catalog.FunctionDefinition, path: str | None, owners_rights: bool
+        self, definition: catalog.FunctionDefinition, path: str | None, owner: int | None
     ) -> list[CatalogFunction]:
         """The functions the body reaches, looked up in `path`. Raises as `_examine` does."""
         if definition.definition is None:
@@ -149,7 +152,7 @@ class _Examination:
         refs = [ref for statement in statements for ref in statement.functions]
         relations = _all(statement.relations for statement in statements)
         types = _all(statement.types for statement in statements)
-        if owners_rights and (relations or types):
+        if owner is not None and (relations or types) and not await _resolves_alike(self._connection, path, owner):
             raise Unexaminable(
                 "runs with its owner's rights (SECURITY DEFINER) and names relations or types, which may resolve "
                 "in schemas SafeDB cannot see as the reader"
@@ -165,7 +168,7 @@ class _Examination:
                 _all(statement.open_operators for statement in statements),
                 _all(statement.half_open_operators for statement in statements),
             )
-        if owners_rights:
+        if owner is not None:
             # Names resolve with the owner's rights, in schemas the reader may not use: any function counts.
             facts = [replace(row, on_search_path=True) for row in facts]
         if changes := function_changes(refs, facts):
@@ -191,6 +194,34 @@ class _Harmful(Exception):
 
 def _all(groups: Iterable[Iterable[T]]) -> list[T]:
     return list(dict.fromkeys(item for group in groups for item in group))
+
+
+async def _resolves_alike(connection: Connection, path: str | None, owner: int) -> bool:
+    """Whether names resolve in the search path `path` (None: the reader's) alike for the reader and for the
+    role `owner`: each schema there either does not exist or is usable by both or by neither, and `$user`
+    names no schema of either (see `catalog.resolves_alike`)."""
+    if path is None:
+        cursor = await connection.execute("SELECT current_setting('search_path')")
+        (path,) = await cursor.fetchone() or ("",)
+    names = _schema_names(str(path))
+    return names is not None and await catalog.resolves_alike(connection, names, owner)
+
+
+def _schema_names(path: str) -> list[str] | None:
+    """The schema names of a `search_path` setting, read as PostgreSQL reads it (`SplitIdentifierString`):
+    comma-separated, an unquoted name folded to lower case, `""` inside quotes a quote; None if malformed."""
+    if not path.strip():
+        return []
+    names = []
+    for part in _PATH_PART.findall(path + ","):
+        quoted, bare = part
+        names.append(quoted.replace('""', '"') if quoted else bare.lower())
+    if _PATH_PART.sub("", path + ",").strip():
+        return None  # something the pattern does not read, such as an empty name
+    return names
+
+
+_PATH_PART = re.compile(r'\s*(?:"((?:[^"]|"")*)"|([^",\s]+))\s*,')
 
 
 @asynccontextmanager
