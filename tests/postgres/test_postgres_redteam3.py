@@ -69,6 +69,8 @@ SETUP = (
 def _superuser_setup(server: PostgresServer, name: str) -> tuple[str, ...]:
     return (
         "CREATE EXTENSION postgres_fdw",
+        "CREATE EXTENSION pgcrypto",
+        'CREATE EXTENSION "uuid-ossp"',
         "CREATE SERVER loopback FOREIGN DATA WRAPPER postgres_fdw "
         f"OPTIONS (host '127.0.0.1', port '{server.port}', dbname '{name}')",
         f"CREATE USER MAPPING FOR {READER} SERVER loopback "
@@ -196,3 +198,16 @@ async def test_a_security_definer_helper_whose_user_schema_differs_still_asks(
     assert not classification.read_only
     assert "SECURITY DEFINER" in str(classification.changes[0].detail)
     assert _ended(victims) == []
+
+
+async def test_random_values_from_common_extensions_are_read(pg: PgDatabase) -> None:
+    """pgcrypto and uuid-ossp install volatile functions that only draw random numbers."""
+    sql = "SELECT gen_random_uuid() IS NOT NULL, uuid_generate_v4() IS NOT NULL, length(gen_random_bytes(4))"
+    (classification,) = await pg.classifications(sql)
+
+    assert [str(change) for change in classification.changes] == []
+    database = pg.open()
+    try:
+        assert (await database.read(classification)).rows == ((True, True, 4),)
+    finally:
+        await database.aclose()

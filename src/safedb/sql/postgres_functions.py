@@ -81,6 +81,12 @@ KNOWN_SAFE_VOLATILE = frozenset(
     }
 )  # fmt: skip
 
+# Volatile functions of common extensions (pgcrypto, uuid-ossp) that only draw random numbers or read the
+# clock; trusted as extension members (see `CatalogFunction.extension`).
+KNOWN_SAFE_EXTENSION_VOLATILE = frozenset(
+    {"gen_random_uuid", "gen_random_bytes", "gen_salt", "uuid_generate_v1", "uuid_generate_v1mc", "uuid_generate_v4"}
+)
+
 BUILTIN_SCHEMA = "pg_catalog"
 SYSTEM_SCHEMAS = frozenset({BUILTIN_SCHEMA, "information_schema"})
 _SAFE_VOLATILITY = frozenset({"i", "s"})
@@ -181,11 +187,15 @@ def _candidates(ref: FunctionRef, catalog: Iterable[CatalogFunction]) -> list[Ca
 
 def _harmless(row: CatalogFunction) -> bool:
     """Harmless in a read: labelled immutable or stable (PostgreSQL then refuses table writes from it; a
-    user-defined one also needs a harmless body, see `CatalogFunction.body`), or a built-in known to only
-    read or wait."""
+    user-defined one also needs a harmless body, see `CatalogFunction.body`), or a built-in or extension
+    function known to only read or wait."""
     if row.body is not None:
         return False
-    return row.volatility in _SAFE_VOLATILITY or (row.schema == BUILTIN_SCHEMA and row.name in KNOWN_SAFE_VOLATILE)
+    return (
+        row.volatility in _SAFE_VOLATILITY
+        or (row.schema == BUILTIN_SCHEMA and row.name in KNOWN_SAFE_VOLATILE)
+        or (row.extension and row.name in KNOWN_SAFE_EXTENSION_VOLATILE)
+    )
 
 
 def trusted(row: CatalogFunction) -> bool:
