@@ -155,8 +155,9 @@ JOIN pg_namespace n ON n.oid = p.pronamespace
 WHERE o.oid >= 16384
 """
 
-# The functions `oids` with what judging their bodies takes: the definition of an SQL or PL/pgSQL one, the
-# search path it sets for itself, an aggregate's support functions.
+# The functions `oids` with what judging their bodies takes: the definition of an SQL or PL/pgSQL one, its
+# rights and owner, the settings it makes for itself (search path, string syntax), an aggregate's support
+# functions, its user-defined parameter and result types, and whether a parameter is polymorphic.
 _DEFINITIONS_SQL = f"""
 SELECT n.nspname, p.proname, {_VOLATILITY}, {EXTENSION_MEMBER}, p.oid, l.lanname::text, p.prosecdef, p.proowner,
        CASE WHEN p.prokind <> 'a' AND l.lanname IN ('sql', 'plpgsql') THEN pg_get_functiondef(p.oid) END,
