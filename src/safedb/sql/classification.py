@@ -6,6 +6,9 @@ from collections.abc import Hashable
 from dataclasses import dataclass, field
 from enum import StrEnum
 
+MAX_STATEMENT_CHARS = 1_000_000
+"""The longest statement SafeDB takes, in characters: classifying one reads all of it, in Python too."""
+
 
 class ChangeCategory(StrEnum):
     DATA = "data change"

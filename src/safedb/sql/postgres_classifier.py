@@ -18,7 +18,14 @@ from pglast.enums import A_Expr_Kind, AlterTableType, JsonExprOp, OnConflictActi
 from pglast.parser import ParseError
 
 from safedb.errors import DeniedByPolicy, EmptyStatement, InvalidStatement, MultipleStatements, TemporaryObject
-from safedb.sql.classification import Change, ChangeKind, Classification, DatabaseObject, ObjectType
+from safedb.sql.classification import (
+    MAX_STATEMENT_CHARS,
+    Change,
+    ChangeKind,
+    Classification,
+    DatabaseObject,
+    ObjectType,
+)
 from safedb.sql.postgres_functions import FunctionRef
 from safedb.sql.postgres_tree import QualifiedName, option_enabled, string_constant, strings, walk
 from safedb.sql.postgres_utility import (
@@ -114,7 +121,6 @@ class PostgresStatement:
 # statements up to MAX_STATEMENT_CHARS with room to spare (measured: 190,000 `+1` levels fit in 64 MiB).
 _SHORT_STATEMENT_CHARS = 10_000
 _PARSER_STACK_BYTES = 256 * 1024 * 1024
-MAX_STATEMENT_CHARS = 1_000_000
 
 
 def parse_one(sql: str) -> tuple[ast.RawStmt, str]:

@@ -97,17 +97,19 @@ _SETTING_PRAGMAS = frozenset(
 # Functions that change the process or the database from inside a SELECT.
 _EFFECTFUL_FUNCTIONS = frozenset({"load_extension", "fts3_tokenizer"})
 
-# Built-in functions whose result is never much larger than their arguments: each call is a short step of
-# SQLite's program. Any other (printf, zeroblob, replace, hex, an application's own...) may build a value
-# of any size allowed in one step, which no time limit stops halfway.
+# Built-in functions whose result is never much larger than their arguments, and whose work grows no faster
+# than their arguments' size: each call is a short step of SQLite's program. Any other (printf, zeroblob,
+# replace, hex, an application's own...) may build a value of any size allowed in one step, which no time limit
+# stops halfway; and instr, trim, ltrim, rtrim, like and glob compare every place of one argument with much of
+# the other (a 2,000,000-character instr takes hours).
 _BOUNDED_FUNCTIONS = frozenset(
     {
         "abs", "avg", "changes", "char_length", "coalesce", "count", "cume_dist", "date", "datetime",
-        "dense_rank", "first_value", "glob", "ifnull", "iif", "instr", "json_array_length", "json_extract",
+        "dense_rank", "first_value", "ifnull", "iif", "json_array_length", "json_extract",
         "json_type", "json_valid", "julianday", "lag", "last_insert_rowid", "last_value", "lead", "length",
-        "like", "likelihood", "likely", "lower", "ltrim", "max", "min", "nth_value", "ntile", "nullif",
-        "octet_length", "percent_rank", "random", "rank", "round", "row_number", "rtrim", "sign", "sqlite_version",
-        "strftime", "substr", "substring", "sum", "time", "total", "total_changes", "trim", "typeof", "unicode",
+        "likelihood", "likely", "lower", "max", "min", "nth_value", "ntile", "nullif",
+        "octet_length", "percent_rank", "random", "rank", "round", "row_number", "sign", "sqlite_version",
+        "strftime", "substr", "substring", "sum", "time", "total", "total_changes", "typeof", "unicode",
         "unixepoch", "unlikely", "upper", "->", "->>",
         # math
         "acos", "acosh", "asin", "asinh", "atan", "atan2", "atanh", "ceil", "ceiling", "cos", "cosh", "degrees",

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import math
 import os
 import queue
 import sqlite3
@@ -30,9 +31,9 @@ from safedb.db.sqlite.connections import Authorizer, GuardedConnection, quote_id
 from safedb.db.sqlite.impact import may_replace, measure_impact, rows_changed
 from safedb.db.sqlite.inspector import SchemaFacts, inspect_statement, schema_facts, schema_version, shadow_table_names
 from safedb.db.sqlite.known_statements import KnownStatements
-from safedb.errors import QueryFailed, QueryTimeout, RowCountChanged
+from safedb.errors import InvalidStatement, QueryFailed, QueryTimeout, RowCountChanged
 from safedb.inline_work import INLINE_BUDGET, RecentDuration
-from safedb.sql.classification import ChangeCategory, ChangeKind, Classification, ObjectType
+from safedb.sql.classification import MAX_STATEMENT_CHARS, ChangeCategory, ChangeKind, Classification, ObjectType
 from safedb.sql.policy import file_path
 from safedb.sql.sqlite_actions import (
     Action,
@@ -50,6 +51,9 @@ T = TypeVar("T")
 # Statements up to this long are classified on the event loop's thread too (parsing one takes at most
 # a millisecond or two); longer ones in a worker thread.
 INLINE_STATEMENT_CHARS = 1000
+
+ABANDON_GRACE = 0.25
+"""Seconds past its interrupt that a call waits for work in a worker thread to stop (see `_in_thread`)."""
 
 # The schema name SQLite gives the copy it builds while running VACUUM.
 VACUUM_SCHEMA = "vacuum_db"
@@ -147,16 +151,23 @@ class SqliteDatabase:
         seconds pass, interrupt SQLite so the connection is freed at once (an interrupted write rolls back).
 
         The work's own time limit is checked between steps of SQLite's program; one long step (a single
-        call that builds a large value) runs past it, which `interrupt_after` bounds. Approved statements
-        pass None: an interrupt must not land on their COMMIT.
+        call that builds a large value, or compares two large ones) runs past it, which `interrupt_after`
+        bounds: SQLite stops at the end of that step. Should the step outlast the interrupt by
+        `ABANDON_GRACE` seconds, the call ends with QueryTimeout all the same, and the thread finishes
+        (and rolls back) on its own, holding its connection until then. Approved statements pass None: an
+        interrupt must not land on their COMMIT, nor may the call end before they do.
         """
         held: list[GuardedConnection] = []
         token = connections.HELD_CONNECTIONS.set(held)
         timer = None
         if interrupt_after is not None:
             timer = asyncio.get_running_loop().call_later(interrupt_after, _interrupt, held)
+        deadline = math.inf if interrupt_after is None else interrupt_after + ABANDON_GRACE
         try:
-            return await anyio.to_thread.run_sync(work, abandon_on_cancel=True)
+            with anyio.move_on_after(deadline):
+                return await anyio.to_thread.run_sync(work, abandon_on_cancel=True)
+            assert interrupt_after is not None  # only a finite deadline passes
+            raise QueryTimeout(interrupt_after)
         except anyio.get_cancelled_exc_class():
             _interrupt(held)
             raise
@@ -180,6 +191,11 @@ class SqliteDatabase:
             return work(session)
 
     async def classify(self, sql: str) -> Classification:
+        if len(sql) > MAX_STATEMENT_CHARS:
+            raise InvalidStatement(
+                f"The statement is {len(sql):,} characters long; SafeDB takes SQLite statements of up to "
+                f"{MAX_STATEMENT_CHARS:,} characters."
+            )
         if len(sql) <= INLINE_STATEMENT_CHARS:
             with contextlib.suppress(QueryFailed):  # a writer's lock, or past the budget: in a worker thread
                 return self._inline(self._inline_inspector, lambda connection: self._classify(connection, sql))
