@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
+import psycopg
 import pytest
 
 from safedb.db.backend import Impact, QueryLimits
 from safedb.db.postgres import PostgresDatabase
+from safedb.errors import SafeDBError
 from safedb.sql.classification import Classification
 from tests.conftest_postgres import fresh_database
 from tests.postgres_server import READER, WRITER, PostgresServer
@@ -77,3 +80,77 @@ def pg(postgres_cluster: PostgresServer) -> Iterator[PgDatabase]:
     name = fresh_database(postgres_cluster, SETUP)
     yield PgDatabase(postgres_cluster, name)
     postgres_cluster.drop_database(name)
+
+
+Victims = list[psycopg.Connection[tuple[object, ...]]]
+
+
+@pytest.fixture
+def victims(pg: PgDatabase) -> Iterator[Victims]:
+    """A session of the reader's role and one of the writer's, which a read could end."""
+    urls = [pg.server.url(role, pg.name) + "?application_name=victim" for role in (READER, WRITER)]
+    connections = [psycopg.connect(url, autocommit=True) for url in urls]
+    try:
+        yield connections
+    finally:
+        for connection in connections:
+            connection.close()
+
+
+def ended(victims: Victims) -> list[int]:
+    """The indexes of the victims whose sessions are gone."""
+    gone = []
+    for index, connection in enumerate(victims):
+        try:
+            connection.execute(b"SELECT 1")
+        except psycopg.OperationalError:
+            gone.append(index)
+    return gone
+
+
+async def read_if_read_only(pg: PgDatabase, classification: Classification) -> None:
+    """What a call does with a statement SafeDB classifies as read-only: run it at once, on fresh connections
+    (the planner loads a relation's index and constraint expressions once per session). An error it then
+    reports, such as a permission the reader lacks, comes after planning."""
+    if not classification.read_only:
+        return
+    database = pg.open()
+    try:
+        await database.read(classification)
+    except SafeDBError:
+        pass
+    finally:
+        await database.aclose()
+
+
+# Ends every session named 'victim' of the role running it (a role may end its own sessions): plainly
+# volatile, so SafeDB asks wherever it sees a call of it.
+ENDER = (
+    "CREATE FUNCTION ender() RETURNS boolean LANGUAGE sql VOLATILE AS $$ SELECT coalesce(bool_and("
+    "pg_terminate_backend(pid, 5000)), true) FROM pg_stat_activity WHERE application_name = 'victim' "
+    "AND usename = current_user AND pid <> pg_backend_pid() $$"
+)
+
+
+@contextmanager
+def database_with(
+    server: PostgresServer,
+    setup: Sequence[str],
+    superuser_setup: Callable[[PostgresServer, str], Sequence[str]] = lambda server, name: (),
+) -> Iterator[PgDatabase]:
+    """A fresh database set up with `setup` as the writer, then `superuser_setup(server, name)` as a superuser."""
+    name = fresh_database(server, setup)
+    with server.connect(name) as admin:
+        for statement in superuser_setup(server, name):
+            admin.execute(statement.encode())
+    yield PgDatabase(server, name)
+    server.drop_database(name)
+
+
+async def assert_asks_without_ending(pg: PgDatabase, victims: Victims, sql: str) -> None:
+    """SafeDB asks about `sql`, and running it as a read would if SafeDB did not, ending no session."""
+    (classification,) = await pg.classifications(sql)
+    await read_if_read_only(pg, classification)
+
+    assert ended(victims) == [], f"{sql!r} ran at once and ended another session"
+    assert not classification.read_only

@@ -7,28 +7,24 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-import psycopg
 import pytest
 
-from safedb.sql.classification import Classification
-from tests.conftest_postgres import fresh_database
-from tests.postgres.conftest import PgDatabase
-from tests.postgres_server import READER, WRITER, PostgresServer
+from tests.postgres.conftest import (
+    ENDER,
+    PgDatabase,
+    Victims,
+    assert_asks_without_ending,
+    database_with,
+)
+from tests.postgres_server import READER, PostgresServer
 
 pytestmark = pytest.mark.anyio
 
-# Ends every session named 'victim' of the role running it (a role may end its own sessions): plainly
-# volatile, so SafeDB asks wherever it sees a call of it.
-_ENDER = (
-    "CREATE FUNCTION ender() RETURNS boolean LANGUAGE sql VOLATILE AS $$ SELECT coalesce(bool_and("
-    "pg_terminate_backend(pid, 5000)), true) FROM pg_stat_activity WHERE application_name = 'victim' "
-    "AND usename = current_user AND pid <> pg_backend_pid() $$"
-)
 
 SETUP = (
     "CREATE TABLE plain (id integer PRIMARY KEY, v integer)",
     "INSERT INTO plain VALUES (1, 10), (2, 20)",
-    _ENDER,
+    ENDER,
     # A parameter's default is an expression the caller runs: the body never shows it.
     "CREATE FUNCTION defaulted(b boolean DEFAULT ender()) RETURNS integer LANGUAGE plpgsql IMMUTABLE AS "
     "$$ BEGIN RETURN 1; END $$",
@@ -90,50 +86,8 @@ SETUP = (
 
 @pytest.fixture(scope="module")
 def pg(postgres_cluster: PostgresServer) -> Iterator[PgDatabase]:
-    name = fresh_database(postgres_cluster, SETUP)
-    yield PgDatabase(postgres_cluster, name)
-    postgres_cluster.drop_database(name)
-
-
-@pytest.fixture
-def victims(pg: PgDatabase) -> Iterator[list[psycopg.Connection[tuple[object, ...]]]]:
-    """A session of the reader's role and one of the writer's, which a read could end."""
-    urls = [pg.server.url(role, pg.name) + "?application_name=victim" for role in (READER, WRITER)]
-    connections = [psycopg.connect(url, autocommit=True) for url in urls]
-    try:
-        yield connections
-    finally:
-        for connection in connections:
-            connection.close()
-
-
-def _ended(victims: list[psycopg.Connection[tuple[object, ...]]]) -> list[int]:
-    ended = []
-    for index, connection in enumerate(victims):
-        try:
-            connection.execute(b"SELECT 1")
-        except psycopg.OperationalError:
-            ended.append(index)
-    return ended
-
-
-async def _read_if_read_only(pg: PgDatabase, classification: Classification) -> None:
-    """What a call does with a statement SafeDB classifies as read-only: run it at once."""
-    if not classification.read_only:
-        return
-    database = pg.open()
-    try:
-        await database.read(classification)
-    finally:
-        await database.aclose()
-
-
-async def _assert_asks(pg: PgDatabase, victims: list[psycopg.Connection[tuple[object, ...]]], sql: str) -> None:
-    (classification,) = await pg.classifications(sql)
-    await _read_if_read_only(pg, classification)
-
-    assert _ended(victims) == [], f"{sql!r} ran at once and ended another session"
-    assert not classification.read_only
+    with database_with(postgres_cluster, SETUP) as database:
+        yield database
 
 
 @pytest.mark.parametrize(
@@ -154,7 +108,5 @@ async def _assert_asks(pg: PgDatabase, victims: list[psycopg.Connection[tuple[ob
         pytest.param("SELECT as_xml(false, false, '') WITHIN GROUP (ORDER BY id) FROM plain", id="aggregate-builtin"),
     ],
 )
-async def test_a_read_that_ends_sessions_asks(
-    pg: PgDatabase, victims: list[psycopg.Connection[tuple[object, ...]]], sql: str
-) -> None:
-    await _assert_asks(pg, victims, sql)
+async def test_a_read_that_ends_sessions_asks(pg: PgDatabase, victims: Victims, sql: str) -> None:
+    await assert_asks_without_ending(pg, victims, sql)

@@ -9,24 +9,19 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-import psycopg
 import pytest
 
-from safedb.errors import SafeDBError
-from safedb.sql.classification import Classification
-from tests.conftest_postgres import fresh_database
-from tests.postgres.conftest import PgDatabase
-from tests.postgres_server import READER, WRITER, PostgresServer
+from tests.postgres.conftest import (
+    ENDER,
+    PgDatabase,
+    Victims,
+    assert_asks_without_ending,
+    database_with,
+)
+from tests.postgres_server import READER, PostgresServer
 
 pytestmark = pytest.mark.anyio
 
-# Ends every session named 'victim' of the role running it (a role may end its own sessions): plainly
-# volatile, so SafeDB asks wherever it sees a call of it.
-_ENDER = (
-    "CREATE FUNCTION ender() RETURNS boolean LANGUAGE sql VOLATILE AS $$ SELECT coalesce(bool_and("
-    "pg_terminate_backend(pid, 5000)), true) FROM pg_stat_activity WHERE application_name = 'victim' "
-    "AND usename = current_user AND pid <> pg_backend_pid() $$"
-)
 
 _COMPARISONS = {"lt": "<", "le": "<=", "eq": "=", "ge": ">=", "gt": ">"}
 
@@ -34,7 +29,7 @@ _COMPARISONS = {"lt": "<", "le": "<=", "eq": "=", "ge": ">=", "gt": ">"}
 SETUP = (
     "CREATE TABLE plain (id integer PRIMARY KEY, v integer)",
     "INSERT INTO plain VALUES (1, 10), (2, 20)",
-    _ENDER,
+    ENDER,
     # EXPLAIN plans: the planner folds calls of immutable functions with constant arguments, evaluates
     # stable ones to estimate selectivity, and puts column defaults into an INSERT's plan.
     "CREATE FUNCTION folded_ender() RETURNS boolean LANGUAGE plpgsql IMMUTABLE AS $$ BEGIN RETURN ender(); END $$",
@@ -111,48 +106,8 @@ def _superuser_setup(server: PostgresServer, name: str) -> tuple[str, ...]:
 
 @pytest.fixture(scope="module")
 def pg(postgres_cluster: PostgresServer) -> Iterator[PgDatabase]:
-    name = fresh_database(postgres_cluster, SETUP)
-    with postgres_cluster.connect(name) as admin:
-        for statement in _superuser_setup(postgres_cluster, name):
-            admin.execute(statement.encode())
-    yield PgDatabase(postgres_cluster, name)
-    postgres_cluster.drop_database(name)
-
-
-@pytest.fixture
-def victims(pg: PgDatabase) -> Iterator[list[psycopg.Connection[tuple[object, ...]]]]:
-    """A session of the reader's role and one of the writer's, which a read could end."""
-    urls = [pg.server.url(role, pg.name) + "?application_name=victim" for role in (READER, WRITER)]
-    connections = [psycopg.connect(url, autocommit=True) for url in urls]
-    try:
-        yield connections
-    finally:
-        for connection in connections:
-            connection.close()
-
-
-def _ended(victims: list[psycopg.Connection[tuple[object, ...]]]) -> list[int]:
-    ended = []
-    for index, connection in enumerate(victims):
-        try:
-            connection.execute(b"SELECT 1")
-        except psycopg.OperationalError:
-            ended.append(index)
-    return ended
-
-
-async def _read_if_read_only(pg: PgDatabase, classification: Classification) -> None:
-    """What a call does with a statement SafeDB classifies as read-only: run it at once (an error it then
-    reports, such as a permission the reader lacks, comes after planning)."""
-    if not classification.read_only:
-        return
-    database = pg.open()
-    try:
-        await database.read(classification)
-    except SafeDBError:
-        pass
-    finally:
-        await database.aclose()
+    with database_with(postgres_cluster, SETUP, _superuser_setup) as database:
+        yield database
 
 
 @pytest.mark.parametrize(
@@ -173,14 +128,8 @@ async def _read_if_read_only(pg: PgDatabase, classification: Classification) -> 
         pytest.param("SELECT * FROM remote_ending", id="foreign-table-remote-view"),
     ],
 )
-async def test_a_read_that_ends_sessions_asks(
-    pg: PgDatabase, victims: list[psycopg.Connection[tuple[object, ...]]], sql: str
-) -> None:
-    (classification,) = await pg.classifications(sql)
-    await _read_if_read_only(pg, classification)
-
-    assert _ended(victims) == [], f"{sql!r} ran at once and ended another session"
-    assert not classification.read_only
+async def test_a_read_that_ends_sessions_asks(pg: PgDatabase, victims: Victims, sql: str) -> None:
+    await assert_asks_without_ending(pg, victims, sql)
 
 
 async def test_reads_that_reach_only_harmless_code_still_read(pg: PgDatabase) -> None:

@@ -9,27 +9,23 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-import psycopg
 import pytest
 
-from safedb.errors import SafeDBError
-from safedb.sql.classification import Classification
-from tests.conftest_postgres import fresh_database
-from tests.postgres.conftest import PgDatabase
+from tests.postgres.conftest import (
+    ENDER,
+    PgDatabase,
+    Victims,
+    assert_asks_without_ending,
+    database_with,
+    ended,
+)
 from tests.postgres_server import READER, WRITER, PostgresServer
 
 pytestmark = pytest.mark.anyio
 
-# Ends every session named 'victim' of the role running it; labelled immutable through a PL/pgSQL wrapper,
-# so that the planner folds a call of it with constant arguments wherever it meets one.
-_ENDER = (
-    "CREATE FUNCTION ender() RETURNS boolean LANGUAGE sql VOLATILE AS $$ SELECT coalesce(bool_and("
-    "pg_terminate_backend(pid, 5000)), true) FROM pg_stat_activity WHERE application_name = 'victim' "
-    "AND usename = current_user AND pid <> pg_backend_pid() $$"
-)
 
 SETUP = (
-    _ENDER,
+    ENDER,
     "CREATE FUNCTION folded_ender() RETURNS boolean LANGUAGE plpgsql IMMUTABLE AS $$ BEGIN RETURN ender(); END $$",
     # The planner loads a table's index expressions and predicates, folding constants, whatever the query.
     "CREATE TABLE partly_indexed (id integer, v integer)",
@@ -85,48 +81,8 @@ def _superuser_setup(server: PostgresServer, name: str) -> tuple[str, ...]:
 
 @pytest.fixture(scope="module")
 def pg(postgres_cluster: PostgresServer) -> Iterator[PgDatabase]:
-    name = fresh_database(postgres_cluster, SETUP)
-    with postgres_cluster.connect(name) as admin:
-        for statement in _superuser_setup(postgres_cluster, name):
-            admin.execute(statement.encode())
-    yield PgDatabase(postgres_cluster, name)
-    postgres_cluster.drop_database(name)
-
-
-@pytest.fixture
-def victims(pg: PgDatabase) -> Iterator[list[psycopg.Connection[tuple[object, ...]]]]:
-    """A session of the reader's role and one of the writer's, which a read could end."""
-    urls = [pg.server.url(role, pg.name) + "?application_name=victim" for role in (READER, WRITER)]
-    connections = [psycopg.connect(url, autocommit=True) for url in urls]
-    try:
-        yield connections
-    finally:
-        for connection in connections:
-            connection.close()
-
-
-def _ended(victims: list[psycopg.Connection[tuple[object, ...]]]) -> list[int]:
-    ended = []
-    for index, connection in enumerate(victims):
-        try:
-            connection.execute(b"SELECT 1")
-        except psycopg.OperationalError:
-            ended.append(index)
-    return ended
-
-
-async def _read_if_read_only(pg: PgDatabase, classification: Classification) -> None:
-    """What a call does with a statement SafeDB classifies as read-only: run it at once, on fresh
-    connections (the planner loads a relation's index and constraint expressions once per session)."""
-    if not classification.read_only:
-        return
-    database = pg.open()
-    try:
-        await database.read(classification)
-    except SafeDBError:
-        pass
-    finally:
-        await database.aclose()
+    with database_with(postgres_cluster, SETUP, _superuser_setup) as database:
+        yield database
 
 
 @pytest.mark.parametrize(
@@ -140,23 +96,17 @@ async def _read_if_read_only(pg: PgDatabase, classification: Classification) -> 
         pytest.param("EXPLAIN DECLARE c CURSOR FOR SELECT folded_ender()", id="explain-declare"),
     ],
 )
-async def test_a_read_that_ends_sessions_asks(
-    pg: PgDatabase, victims: list[psycopg.Connection[tuple[object, ...]]], sql: str
-) -> None:
-    (classification,) = await pg.classifications(sql)
-    await _read_if_read_only(pg, classification)
-
-    assert _ended(victims) == [], f"{sql!r} ran at once and ended another session"
-    assert not classification.read_only
+async def test_a_read_that_ends_sessions_asks(pg: PgDatabase, victims: Victims, sql: str) -> None:
+    await assert_asks_without_ending(pg, victims, sql)
 
 
 async def test_the_dry_run_of_a_write_reading_such_a_table_does_not_end_sessions(
-    pg: PgDatabase, victims: list[psycopg.Connection[tuple[object, ...]]]
+    pg: PgDatabase, victims: Victims
 ) -> None:
     """The dry run runs as the writer: planning there folds the index predicate of a table the write reads."""
     (impact,) = await pg.previews("INSERT INTO plain SELECT id, v FROM partly_indexed")
 
-    assert _ended(victims) == []
+    assert ended(victims) == []
     assert "no dry run" in impact.lines[0]
     assert pg.rows("SELECT count(*) FROM plain") == [(0,)]
 
@@ -190,14 +140,12 @@ async def test_row_security_through_a_security_definer_helper_with_its_own_searc
     assert results == [(("plan",),), ((1,),), ((False,),)]
 
 
-async def test_a_security_definer_helper_whose_user_schema_differs_still_asks(
-    pg: PgDatabase, victims: list[psycopg.Connection[tuple[object, ...]]]
-) -> None:
+async def test_a_security_definer_helper_whose_user_schema_differs_still_asks(pg: PgDatabase, victims: Victims) -> None:
     (classification,) = await pg.classifications("SELECT * FROM users_teams()")
 
     assert not classification.read_only
     assert "SECURITY DEFINER" in str(classification.changes[0].detail)
-    assert _ended(victims) == []
+    assert ended(victims) == []
 
 
 async def test_random_values_from_common_extensions_are_read(pg: PgDatabase) -> None:
