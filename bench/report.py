@@ -56,9 +56,13 @@ NOTES = [
     "writes and file locks of three audit commits, and the dry run. Which side that balance favours moves with "
     "the machine's state: the run of this page's previous version, when the machine was slower (333 round "
     "trips/s), measured 2.83 ms of server CPU per round trip for SafeDB against 2.85 for the reference (0.94x); "
-    "the run of checkout 2cae3f3, at about 500 round trips/s, 2.06 against 1.88; this run, which adds the "
-    "2026-11-26 safety fixes (among them a second look, within the write transaction, at whether a counted "
-    "change may REPLACE rows), 2.22 against 2.10 on 2025-11-25 and 2.43 against 2.13 on 2026-07-28.",
+    "the run of checkout 2cae3f3, at about 500 round trips/s, 2.06 against 1.88; that of 2044854, with the "
+    "first 2026-11-26 safety fixes (among them a second look, within the write transaction, at whether a "
+    "counted change may REPLACE rows), 2.22 against 2.10 on 2025-11-25 and 2.43 against 2.13 on 2026-07-28; "
+    "this run, on a faster machine (the reference at about 630 round trips/s; no change to SafeDB's "
+    "elicitation path since 2044854), 1.90 against 1.64 and 2.28 against 2.09: the reference gained more from "
+    "the faster machine than SafeDB, whose extra work is in the kernel and SQLite. The read-new runs moved the "
+    "same way (read-new-2026 from 1.01x to 0.95x, with no change to that path either).",
     "What the elicitation gap is made of (3-round elicitation runs on 2026-11-25, before the SDK's spans around "
     "questions were left out, when SafeDB stood at about 0.90x and 0.95x): with the audit appends made no-ops "
     "in a throwaway build, SafeDB ran 1.25x and 1.28x the reference, at 1.46 ms of server CPU per round trip "
