@@ -80,14 +80,7 @@ class PostgresDatabase:
                 await set_statement_timeout(connection, seconds)
                 await catalog.without_jit(connection)
                 facts = await catalog.function_facts(
-                    connection,
-                    [ref.name for ref in statement.functions],
-                    statement.operators,
-                    statement.relations,
-                    statement.types,
-                    open_operators=statement.open_operators,
-                    half_open_operators=statement.half_open_operators,
-                    planned_code=statement.classification.read_only,
+                    connection, [statement], planned_code=statement.classification.read_only
                 )
                 facts = await function_bodies.judged(connection, facts)
         return statement.with_changes(function_changes(statement.functions, facts))

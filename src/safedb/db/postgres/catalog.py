@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from psycopg import sql
@@ -10,8 +10,8 @@ from psycopg import sql
 from safedb.db.backend import ColumnInfo
 from safedb.db.postgres.connections import Connection, quoted
 from safedb.db.postgres.stored_code import EXTENSION_MEMBER, MET_TYPES, PATTERNS, REACHED_CODE
+from safedb.sql.postgres_classifier import PostgresStatement
 from safedb.sql.postgres_functions import CatalogFunction
-from safedb.sql.postgres_tree import QualifiedName
 
 # The volatility of the function `p` (a `pg_proc` row). An aggregate is recorded as immutable whatever it
 # calls: it is as volatile as its support functions.
@@ -274,6 +274,11 @@ async def converting_types(connection: Connection) -> list[int]:
     return [oid for (oid,) in await cursor.fetchall()]
 
 
+def _all(items: Iterable[str]) -> list[str]:
+    """`items` once each, in order."""
+    return list(dict.fromkeys(items))
+
+
 async def without_jit(connection: Connection) -> None:
     """For the rest of the transaction: the catalog queries' regular expressions look costly to the planner,
     which would compile them (JIT) for a second or more, for queries that take milliseconds."""
@@ -282,31 +287,26 @@ async def without_jit(connection: Connection) -> None:
 
 async def function_facts(
     connection: Connection,
-    functions: Sequence[str],
-    operators: Sequence[str],
-    relations: Sequence[QualifiedName],
-    types: Sequence[str],
+    statements: Sequence[PostgresStatement],
     type_oids: Sequence[int] = (),
-    open_operators: Sequence[str] = (),
-    half_open_operators: Sequence[str] = (),
     planned_code: bool = True,
 ) -> list[CatalogFunction]:
-    """One catalog query, inside the caller's (read-only) transaction, which has called `without_jit`. The types
-    met are `types` (by name) and `type_oids`; the operators `open_operators` (applied to untyped literals
-    only) count whatever types they take, and `half_open_operators` (an untyped literal and a typed value)
-    where either operand's type is met or built in. With `planned_code`, also what the relations' index
-    expressions and predicates and check constraints call, which planning folds (a statement that asks
+    """What `statements` may run, by one catalog query inside the caller's (read-only) transaction, which has
+    called `without_jit`. The types met are the statements' (by name) and `type_oids`; their operators applied
+    to untyped literals only count whatever types they take, and those applied to an untyped literal and a
+    typed value where either operand's type is met or built in. With `planned_code`, also what the relations'
+    index expressions and predicates and check constraints call, which planning folds (a statement that asks
     anyway leaves it to its impact preview, which names it per table)."""
     cursor = await connection.execute(
         _FUNCTIONS_SQL,
         {
-            "functions": list(functions),
-            "operators": list(operators),
-            "relations": [relation.quoted() for relation in relations],
-            "types": list(types),
+            "functions": _all(ref.name for statement in statements for ref in statement.functions),
+            "operators": _all(name for statement in statements for name in statement.operators),
+            "relations": _all(relation.quoted() for statement in statements for relation in statement.relations),
+            "types": _all(name for statement in statements for name in statement.types),
             "met_type_oids": list(type_oids),
-            "open_operators": list(open_operators),
-            "half_open_operators": list(half_open_operators),
+            "open_operators": _all(name for statement in statements for name in statement.open_operators),
+            "half_open_operators": _all(name for statement in statements for name in statement.half_open_operators),
             "planned_code": planned_code,
             **PATTERNS,
         },

@@ -21,10 +21,9 @@ alike for both roles (`catalog.resolves_alike`); there any function of a called 
 from __future__ import annotations
 
 import re
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, replace
-from typing import TypeVar
 
 from psycopg.pq import TransactionStatus
 
@@ -33,8 +32,6 @@ from safedb.db.postgres.connections import Connection
 from safedb.sql.classification import Change, ObjectType
 from safedb.sql.postgres_bodies import Unexaminable, read_body
 from safedb.sql.postgres_functions import CatalogFunction, FunctionRef, function_changes, reached_functions
-
-T = TypeVar("T")
 
 MAX_EXAMINED = 64
 """The most function bodies examined for one statement; a read reaching more asks."""
@@ -150,24 +147,14 @@ class _Examination:
                 self._converting_types = await catalog.converting_types(self._connection)
             met_types += self._converting_types
         refs = [ref for statement in statements for ref in statement.functions]
-        relations = _all(statement.relations for statement in statements)
-        types = _all(statement.types for statement in statements)
-        if owner is not None and (relations or types) and not await _resolves_alike(self._connection, path, owner):
+        names = any(statement.relations or statement.types for statement in statements)
+        if owner is not None and names and not await _resolves_alike(self._connection, path, owner):
             raise Unexaminable(
                 "runs with its owner's rights (SECURITY DEFINER) and names relations or types, which may resolve "
                 "in schemas SafeDB cannot see as the reader"
             )
         async with _search_path(self._connection, path):
-            facts = await catalog.function_facts(
-                self._connection,
-                [ref.name for ref in refs],
-                _all(statement.operators for statement in statements),
-                relations,
-                types,
-                met_types,
-                _all(statement.open_operators for statement in statements),
-                _all(statement.half_open_operators for statement in statements),
-            )
+            facts = await catalog.function_facts(self._connection, statements, met_types)
         if owner is not None:
             # Names resolve with the owner's rights, in schemas the reader may not use: any function counts.
             facts = [replace(row, on_search_path=True) for row in facts]
@@ -190,10 +177,6 @@ class _Harmful(Exception):
     def __init__(self, reason: str) -> None:
         super().__init__(reason)
         self.reason = reason
-
-
-def _all(groups: Iterable[Iterable[T]]) -> list[T]:
-    return list(dict.fromkeys(item for group in groups for item in group))
 
 
 async def _resolves_alike(connection: Connection, path: str | None, owner: int) -> bool:

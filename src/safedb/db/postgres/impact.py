@@ -324,15 +324,7 @@ async def _obstacles(
         elif planning:
             # Not run by this statement, but planning it may fold or inline the function.
             found.append(_Obstacle(name, f"planning may call {_described(function)}", planning))
-    functions = await catalog.function_facts(
-        connection,
-        [ref.name for ref in statement.functions],
-        statement.operators,
-        statement.relations,
-        statement.types,
-        open_operators=statement.open_operators,
-        half_open_operators=statement.half_open_operators,
-    )
+    functions = await catalog.function_facts(connection, [statement])
     for function in functions:
         if not undone_by_rollback(function):
             via = f" (through {function.via})" if function.via else ""
