@@ -26,11 +26,8 @@ def nested_with(levels: int, hint: str = "") -> str:
 
 
 @pytest.fixture
-async def database(tmp_path: Path):
-    path = tmp_path / "app.db"
-    connection = sqlite3.connect(path)
-    connection.execute("CREATE TABLE items (id INTEGER PRIMARY KEY, name TEXT)")
-    connection.execute("INSERT INTO items (name) VALUES ('a'), ('b')")
+async def database(database_file: Path):
+    connection = sqlite3.connect(database_file)
     # Views are not compiled when created; SQLite copies them in when a statement names them. (Past eight
     # levels, merely listing the tables with `pragma_table_list` takes seconds.)
     connection.execute("CREATE VIEW v0 AS SELECT 1 AS x")
@@ -38,7 +35,7 @@ async def database(tmp_path: Path):
         connection.execute(f"CREATE VIEW v{level} AS SELECT 1 AS x FROM v{level - 1} p, v{level - 1} q, v{level - 1} r")
     connection.commit()
     connection.close()
-    database = SqliteDatabase(path, QueryLimits(statement_timeout=2))
+    database = SqliteDatabase(database_file, QueryLimits(statement_timeout=2))
     yield database
     await database.aclose()
 

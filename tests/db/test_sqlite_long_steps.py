@@ -4,7 +4,6 @@ past the result caps are never fetched."""
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -22,17 +21,6 @@ pytestmark = pytest.mark.anyio
 # Each call builds a 60-million-character string in one step: several tenths of a second each.
 LONG_CALLS = [f"length(printf('%.*c', 60000000, '{c}'))" for c in "abcd"]
 LONG_STEPS = "SELECT " + ", ".join(LONG_CALLS)
-
-
-@pytest.fixture
-def database_file(tmp_path: Path) -> Path:
-    path = tmp_path / "app.db"
-    connection = sqlite3.connect(path)
-    connection.execute("CREATE TABLE items (id INTEGER PRIMARY KEY, name TEXT)")
-    connection.execute("INSERT INTO items (name) VALUES ('a'), ('b')")
-    connection.commit()
-    connection.close()
-    return path
 
 
 async def test_a_read_of_long_single_steps_leaves_the_event_loop_free(database_file: Path) -> None:

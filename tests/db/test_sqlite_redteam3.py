@@ -8,7 +8,6 @@ interrupt stops, on values of a few tens of kilobytes that a recursive WITH quer
 from __future__ import annotations
 
 import contextlib
-import sqlite3
 import time
 from pathlib import Path
 
@@ -48,17 +47,6 @@ def delete_of(levels: int, call: str) -> str:
 
 
 CALLS = pytest.mark.parametrize(("levels", "call"), SUPERLINEAR_CALLS.values(), ids=SUPERLINEAR_CALLS.keys())
-
-
-@pytest.fixture
-def database_file(tmp_path: Path) -> Path:
-    path = tmp_path / "app.db"
-    connection = sqlite3.connect(path)
-    connection.execute("CREATE TABLE items (id INTEGER PRIMARY KEY, name TEXT)")
-    connection.execute("INSERT INTO items (name) VALUES ('a'), ('b')")
-    connection.commit()
-    connection.close()
-    return path
 
 
 @CALLS

@@ -132,6 +132,18 @@ ENDER = (
 )
 
 
+def loopback_server(server: PostgresServer, name: str) -> tuple[str, ...]:
+    """Superuser statements for a `postgres_fdw` server named `loopback` that reaches database `name` on
+    `server` itself, as the reader: its foreign tables read the reader's view of this database."""
+    return (
+        "CREATE EXTENSION postgres_fdw",
+        "CREATE SERVER loopback FOREIGN DATA WRAPPER postgres_fdw "
+        f"OPTIONS (host '127.0.0.1', port '{server.port}', dbname '{name}')",
+        f"CREATE USER MAPPING FOR {READER} SERVER loopback "
+        f"OPTIONS (user '{READER}', password '{server.passwords[READER]}')",
+    )
+
+
 @contextmanager
 def database_with(
     server: PostgresServer,

@@ -17,6 +17,7 @@ from tests.postgres.conftest import (
     Victims,
     assert_asks_without_ending,
     database_with,
+    loopback_server,
 )
 from tests.postgres_server import READER, PostgresServer
 
@@ -94,11 +95,7 @@ def _superuser_setup(server: PostgresServer, name: str) -> tuple[str, ...]:
         "CREATE OPERATOR CLASS odd_order FOR TYPE integer USING btree AS OPERATOR 1 public.<#, "
         "OPERATOR 2 public.<=#, OPERATOR 3 public.=#, OPERATOR 4 public.>=#, OPERATOR 5 public.>#, "
         "FUNCTION 1 odd_cmp(integer, integer)",
-        "CREATE EXTENSION postgres_fdw",
-        "CREATE SERVER loopback FOREIGN DATA WRAPPER postgres_fdw "
-        f"OPTIONS (host '127.0.0.1', port '{server.port}', dbname '{name}')",
-        f"CREATE USER MAPPING FOR {READER} SERVER loopback "
-        f"OPTIONS (user '{READER}', password '{server.passwords[READER]}')",
+        *loopback_server(server, name),
         "CREATE FOREIGN TABLE remote_ending (ended boolean) SERVER loopback OPTIONS (table_name 'ending_view')",
         f"GRANT SELECT ON remote_ending, ending_view TO {READER}",
     )

@@ -18,6 +18,7 @@ from tests.postgres.conftest import (
     assert_asks_without_ending,
     database_with,
     ended,
+    loopback_server,
 )
 from tests.postgres_server import READER, WRITER, PostgresServer
 
@@ -64,13 +65,9 @@ SETUP = (
 
 def _superuser_setup(server: PostgresServer, name: str) -> tuple[str, ...]:
     return (
-        "CREATE EXTENSION postgres_fdw",
         "CREATE EXTENSION pgcrypto",
         'CREATE EXTENSION "uuid-ossp"',
-        "CREATE SERVER loopback FOREIGN DATA WRAPPER postgres_fdw "
-        f"OPTIONS (host '127.0.0.1', port '{server.port}', dbname '{name}')",
-        f"CREATE USER MAPPING FOR {READER} SERVER loopback "
-        f"OPTIONS (user '{READER}', password '{server.passwords[READER]}')",
+        *loopback_server(server, name),
         "CREATE FOREIGN TABLE foreign_child () INHERITS (foreign_parent) SERVER loopback "
         "OPTIONS (table_name 'ending_view')",
         "CREATE FOREIGN TABLE foreign_partition PARTITION OF partitioned DEFAULT SERVER loopback "
