@@ -12,6 +12,7 @@ import anyio
 import pytest
 
 from safedb.audit import AuditDecision, AuditQuery, SqliteAuditStore, verify
+from safedb.errors import DatabaseOpenError
 from tests.audit.helpers import event
 
 WORKERS = 6
@@ -70,6 +71,35 @@ def test_processes_appending_at_once_make_one_valid_chain(audit_path: Path, crea
         assert mine == [f"{worker}:{index}" for index in range(APPENDS)]
     times = [record.time for record in records]
     assert times == sorted(times)
+
+
+def test_opening_a_new_log_waits_for_another_connection_holding_it(audit_path: Path) -> None:
+    """Switching a new file to WAL mode meets a lock held elsewhere (another server creating the same log) with
+    "database is locked" at once, without SQLite's busy handler: opening waits for the lock instead of failing."""
+    audit_path.parent.mkdir(parents=True)
+    other = sqlite3.connect(audit_path, isolation_level=None, check_same_thread=False)
+    other.execute("BEGIN IMMEDIATE")
+    release = threading.Timer(0.3, other.execute, ["COMMIT"])
+    release.start()
+    try:
+        with SqliteAuditStore.open(audit_path, busy_timeout=10) as store:
+            store.append(event(AuditDecision.REQUESTED, 1))
+    finally:
+        release.join()
+        other.close()
+    with SqliteAuditStore.open(audit_path, readonly=True) as store:
+        assert verify(store).checked == 1
+
+
+def test_opening_a_log_held_longer_than_the_busy_timeout_says_so(audit_path: Path) -> None:
+    audit_path.parent.mkdir(parents=True)
+    other = sqlite3.connect(audit_path, isolation_level=None)
+    other.execute("BEGIN IMMEDIATE")
+    try:
+        with pytest.raises(DatabaseOpenError, match="database is locked"):
+            SqliteAuditStore.open(audit_path, busy_timeout=0.2)
+    finally:
+        other.close()
 
 
 @pytest.mark.anyio

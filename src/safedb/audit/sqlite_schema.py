@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sqlite3
+import time
 from pathlib import Path
 
 from safedb.audit.chain import GENESIS_HASH
@@ -75,7 +76,7 @@ def open_writer(path: Path, busy_timeout: float) -> sqlite3.Connection:
         os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
     connection = sqlite3.connect(path, timeout=busy_timeout, isolation_level=None, check_same_thread=False)
     try:
-        connection.execute("PRAGMA journal_mode = WAL")
+        _use_wal(connection, busy_timeout)
         # Commits reach the -wal file at once and the disk when the store's `WalSync` syncs that file,
         # before the append returns: as durable as FULL, without the event loop waiting for the disk.
         connection.execute("PRAGMA synchronous = NORMAL")
@@ -90,6 +91,25 @@ def open_writer(path: Path, busy_timeout: float) -> sqlite3.Connection:
         connection.close()
         raise
     return connection
+
+
+def _use_wal(connection: sqlite3.Connection, busy_timeout: float) -> None:
+    """Switch the file to WAL mode, retrying for up to `busy_timeout` seconds while another connection holds it.
+
+    SQLite answers this pragma's lock conflicts with "database is locked" at once, without its busy
+    handler: servers that create one audit log at the same moment would otherwise fail to start.
+    """
+    deadline = time.monotonic() + busy_timeout
+    pause = 0.001
+    while True:
+        try:
+            connection.execute("PRAGMA journal_mode = WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if exc.sqlite_errorcode & 0xFF != sqlite3.SQLITE_BUSY or time.monotonic() + pause > deadline:
+                raise
+        time.sleep(pause)
+        pause = min(pause * 2, 0.05)
 
 
 def open_reader(path: Path, busy_timeout: float) -> sqlite3.Connection:
