@@ -3,7 +3,7 @@
 - classify: PostgreSQL's own parser (pglast) walks the statement; the functions, operators and views it
   names are looked up in one catalog query on a read-only connection (`pg_proc.provolatile`).
 - read: a `READ ONLY` transaction on the reader pool with `statement_timeout`, rows through a server-side
-  cursor fetched in batches until the row and byte caps.
+  cursor fetched in batches until the row and byte caps, behind a size guard that PostgreSQL applies.
 - write: an approved statement on the writer pool, in a transaction that rolls back on error (or on its
   own, for statements PostgreSQL runs only outside a transaction block), with `statement_timeout`.
 - preview: a dry run rolled back, or object sizes (`safedb.db.postgres.impact`).
@@ -32,7 +32,7 @@ from safedb.db.postgres.connections import (
     translated_errors,
 )
 from safedb.db.postgres.impact import measure_impact
-from safedb.db.postgres.results import fetch_capped, pg_value
+from safedb.db.postgres.results import fetch_capped, fetch_guarded, pg_value, size_guarded
 from safedb.db.results import CappedRows
 from safedb.errors import QueryFailed, QueryTimeout, RowCountChanged
 from safedb.sql.classification import Classification
@@ -104,9 +104,9 @@ class PostgresDatabase:
     async def _read_rows(self, connection: Connection, statement: PostgresStatement) -> ResultSet:
         if statement.cursor_read:
             async with connection.cursor(name=_CURSOR_NAME) as server_cursor:
-                await server_cursor.execute(statement.text)
-                columns = [column.name for column in server_cursor.description or ()]
-                return await fetch_capped(server_cursor, columns, self.limits)
+                await server_cursor.execute(size_guarded(statement.text, self.limits))
+                columns = [column.name for column in server_cursor.description or ()][:-1]
+                return await fetch_guarded(server_cursor, columns, self.limits)
         # SHOW and EXPLAIN: small results, streamed (extended protocol) and read to the end.
         capped: CappedRows | None = None
         cursor = connection.cursor()

@@ -1,10 +1,17 @@
-"""Reading rows from a psycopg cursor within the row and byte caps, as JSON-ready values."""
+"""Reading rows from a psycopg cursor within the row and byte caps, as JSON-ready values.
+
+A read's rows come through `size_guarded`: PostgreSQL sends whole rows (libpq holds a fetched batch in
+memory, every value whole), so a cap applied after fetching would let one read of large values take
+gigabytes of the server's memory. The guard keeps a running total of the text the rows send and leaves
+out every value past it, in PostgreSQL.
+"""
 
 from __future__ import annotations
 
 import datetime
 import decimal
 import json
+import secrets
 import uuid
 from collections.abc import Sequence
 from typing import Any, Protocol
@@ -13,6 +20,11 @@ from safedb.db.backend import QueryLimits, ResultSet, Value
 from safedb.db.results import CappedRows, json_value
 
 _BATCH = 256
+
+SERVER_BUDGET_FACTOR = 4
+"""The guard's budget, in characters of the rows' text, per byte of `max_bytes`. SafeDB counts a value by
+its JSON-ready form (`CappedRows`), which is never less than a quarter of its text inside a row (quotes
+doubled, bytea as hex, numbers counted 8): so the guard stops a read only after the byte cap would have."""
 
 
 class AsyncRowSource(Protocol):
@@ -30,6 +42,40 @@ def pg_value(value: object) -> Value:
     if isinstance(value, list | tuple | dict):
         return json.dumps(value, default=str, ensure_ascii=False)
     return json_value(value)
+
+
+def size_guarded(select: str, limits: QueryLimits) -> str:
+    """`select` (one SELECT, VALUES or TABLE statement) with one more column, last: true from the first row
+    whose running total of row text passes the budget on, and every value of those rows NULL.
+
+    The rows come through a whole-row reference, so the columns keep their names and types; its alias is
+    random, so that no column of the statement's own (a table's column, say) can take its place.
+    """
+    row = f"safedb_row_{secrets.token_hex(8)}"
+    budget = SERVER_BUDGET_FACTOR * limits.max_bytes
+    return (
+        f"SELECT safedb_kept.*, safedb_guard.over_budget FROM ("
+        f"SELECT {row} AS whole_row, pg_catalog.sum(pg_catalog.length(pg_catalog.concat({row}.*))) "
+        f"OVER (ROWS UNBOUNDED PRECEDING) OPERATOR(pg_catalog.>) {budget} AS over_budget "
+        # Newlines: a statement may end in a `--` comment.
+        f"FROM (\n{select}\n) AS {row}) AS safedb_guard "
+        "LEFT JOIN LATERAL (SELECT (safedb_guard.whole_row).* WHERE NOT safedb_guard.over_budget) AS safedb_kept "
+        "ON true"
+    )
+
+
+async def fetch_guarded(cursor: AsyncRowSource, columns: Sequence[str], limits: QueryLimits) -> ResultSet:
+    """`fetch_capped` over a cursor on `size_guarded(...)`: a row past the guard's budget ends the result,
+    truncated. `columns` leaves out the guard's own."""
+    capped = CappedRows(columns, limits, pg_value)
+    while batch := await cursor.fetchmany(_BATCH):
+        for raw in batch:
+            if raw[-1]:
+                capped.truncated = True
+                return capped.result()
+            if not capped.add(raw[:-1]):
+                return capped.result()
+    return capped.result()
 
 
 async def fetch_capped(cursor: AsyncRowSource, columns: Sequence[str], limits: QueryLimits) -> ResultSet:
