@@ -110,42 +110,79 @@ def test_postgresql_leaves_out_every_value_past_the_budget(pg: PgDatabase) -> No
     assert rows[within:] == [(None, True)] * (50 - within)
 
 
-def test_reads_of_large_values_keep_the_server_process_small(pg: PgDatabase) -> None:
-    """Before the guard, these reads made the process fetch every value whole: about 300 MB more memory
-    for the single value and 250 MB for the batch of 1 MB rows, all of it left out of the result."""
-    script = textwrap.dedent(
-        """
-        import sys, anyio
-        from safedb.db.backend import QueryLimits
-        from safedb.db.postgres import PostgresDatabase
+_MEASURED = textwrap.dedent(
+    """
+    import sys, anyio
+    from safedb.db.backend import QueryLimits
+    from safedb.db.postgres import PostgresDatabase
 
-        def peak():
-            with open("/proc/self/status") as status:
-                return next(int(line.split()[1]) for line in status if line.startswith("VmHWM")) // 1024
+    def peak():
+        with open("/proc/self/status") as status:
+            return next(int(line.split()[1]) for line in status if line.startswith("VmHWM")) // 1024
 
-        async def main():
-            database = PostgresDatabase(sys.argv[1], QueryLimits())
-            try:
-                async def read(sql):
-                    return await database.read(await database.classify(sql))
-                await read("SELECT repeat('x', 1000) FROM generate_series(1, 600)")
-                before = peak()
-                single = await read("SELECT repeat('x', 100000000) AS v")
-                batch = await read("SELECT repeat('x', 1000000) AS v FROM generate_series(1, 128)")
-                print(peak() - before, single.truncated, len(single.rows), batch.truncated, len(batch.rows))
-            finally:
-                await database.aclose()
+    async def main(reader, writer, calls):
+        database = PostgresDatabase(reader, QueryLimits(), writer_dsn=writer)
+        try:
+            await database.read(await database.classify("SELECT repeat('x', 1000) FROM generate_series(1, 600)"))
+            before = peak()
+            for call in calls.split("|"):
+                kind, sql = call.split(":", 1)
+                classification = await database.classify(sql)
+                if kind == "read":
+                    result = await database.read(classification)
+                    print(f"read truncated={result.truncated} rows={len(result.rows)}")
+                elif kind == "preview":
+                    print("preview", *(await database.preview(classification)).lines)
+                else:
+                    outcome = await database.write(classification)
+                    returned = outcome.returned
+                    print(f"write affected={outcome.rows_affected} truncated={returned.truncated} "
+                          f"rows={len(returned.rows)}")
+            print("growth", peak() - before)
+        finally:
+            await database.aclose()
 
-        anyio.run(main)
-        """
-    )
+    anyio.run(main, *sys.argv[1:])
+    """
+)
+
+
+def measured(pg: PgDatabase, *calls: str) -> tuple[int, list[str]]:
+    """Run `kind:sql` calls (read, preview or write) in a process of their own: how much its peak memory
+    grew (MiB) and what each call printed."""
     done = subprocess.run(
-        [sys.executable, "-c", script, pg.reader_url()], capture_output=True, text=True, timeout=120, check=False
+        [sys.executable, "-c", _MEASURED, pg.reader_url(), pg.writer_url(), "|".join(calls)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
     )
     assert done.returncode == 0, done.stderr
-    growth_mib, single_truncated, single_rows, batch_truncated, batch_rows = done.stdout.split()
-    assert (single_truncated, single_rows, batch_truncated, batch_rows) == ("True", "0", "True", "0")
-    assert int(growth_mib) < 64, f"the reads grew the process by {growth_mib} MiB"
+    *printed, growth = done.stdout.splitlines()
+    return int(growth.removeprefix("growth ")), printed
+
+
+def test_reads_of_large_values_keep_the_server_process_small(pg: PgDatabase) -> None:
+    """Before the guard, these reads made the process fetch every value whole: about 340 MiB more memory,
+    all of it left out of the result."""
+    growth, printed = measured(
+        pg,
+        "read:SELECT repeat('x', 100000000) AS v",
+        "read:SELECT repeat('x', 1000000) AS v FROM generate_series(1, 128)",
+    )
+    assert printed == ["read truncated=True rows=0"] * 2
+    assert growth < 64, f"the reads grew the process by {growth} MiB"
+
+
+def test_dry_runs_and_writes_returning_large_values_take_them_a_row_at_a_time(pg: PgDatabase) -> None:
+    """The rows a data change returns: the dry run, before anyone approved anything, fetched all of them at
+    once (244 MiB more for these two calls); now it holds one row at a time, and so does the write."""
+    pg.run_as_owner("CREATE TABLE wide_rows AS SELECT generate_series(1, 128) AS id")
+    returning = "UPDATE wide_rows SET id = id RETURNING repeat('x', 1000000) AS v"
+    growth, printed = measured(pg, f"preview:{returning}", f"write:{returning}")
+    assert printed[0].startswith("preview 128 rows would be affected (update), measured by a dry run")
+    assert printed[1] == "write affected=128 truncated=True rows=0"
+    assert growth < 64, f"the calls grew the process by {growth} MiB"
 
 
 def test_the_guard_reads_the_statement_only_as_far_as_the_rows_fetched(pg: PgDatabase) -> None:

@@ -103,6 +103,8 @@ class PostgresStatement:
     """A SELECT or VALUES that can be read through a server-side cursor."""
     uses_default: bool = False
     """The statement writes column defaults (INSERT, or `DEFAULT` in UPDATE/MERGE)."""
+    returns_rows: bool = False
+    """Rows come back when it runs: a SELECT (without INTO), or a data change with RETURNING."""
     counts_changed_rows: bool = False
     """PostgreSQL's row count for it is the rows it changes: a plain INSERT, UPDATE, DELETE or MERGE, with no
     data-modifying query in its WITH clause (whose rows the count leaves out)."""
@@ -248,7 +250,12 @@ def _explain(sql: str, text: str, node: ast.ExplainStmt) -> PostgresStatement:
         planned = _executing(sql, text, inner)
         classification = planned.classification if planned.uses_default else Classification(statement=sql)
         return replace(
-            planned, classification=classification, root="ExplainStmt", cursor_read=False, counts_changed_rows=False
+            planned,
+            classification=classification,
+            root="ExplainStmt",
+            cursor_read=False,
+            returns_rows=False,
+            counts_changed_rows=False,
         )
     if inner is None:
         raise InvalidStatement("EXPLAIN needs a statement to explain.")
@@ -258,7 +265,7 @@ def _explain(sql: str, text: str, node: ast.ExplainStmt) -> PostgresStatement:
         raise InvalidStatement(f"EXPLAIN ANALYZE of {type(inner).__name__} is not supported.")
     analysis = _executing(sql, text, inner)
     # Its result is the plan, so the row count PostgreSQL reports is the plan's lines, not the rows changed.
-    return replace(analysis, root="ExplainStmt", cursor_read=False, counts_changed_rows=False)
+    return replace(analysis, root="ExplainStmt", cursor_read=False, returns_rows=False, counts_changed_rows=False)
 
 
 def _refuse_copy(node: ast.CopyStmt) -> None:
@@ -423,9 +430,16 @@ def _executing(sql: str, text: str, node: ast.Node) -> PostgresStatement:
         relations=tuple(dict.fromkeys(found.relations)),
         types=tuple(dict.fromkeys(found.types)),
         cursor_read=cursor_read,
+        returns_rows=_returns_rows(node),
         uses_default=uses_default or any(c.kind in (ChangeKind.UPSERT, ChangeKind.MERGE) for c in found.changes),
         counts_changed_rows=isinstance(node, _DML) and not any(isinstance(cte.ctequery, _DML) for cte in _ctes(node)),
     )
+
+
+def _returns_rows(node: ast.Node) -> bool:
+    if isinstance(node, ast.SelectStmt):
+        return node.intoClause is None
+    return isinstance(node, _DML) and node.returningClause is not None
 
 
 def _ctes(node: ast.Node) -> tuple[ast.CommonTableExpr, ...]:

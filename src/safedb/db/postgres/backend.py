@@ -32,7 +32,7 @@ from safedb.db.postgres.connections import (
     translated_errors,
 )
 from safedb.db.postgres.impact import measure_impact
-from safedb.db.postgres.results import fetch_capped, fetch_guarded, pg_value, size_guarded
+from safedb.db.postgres.results import fetch_guarded, pg_value, run_returning_rows, size_guarded
 from safedb.db.results import CappedRows
 from safedb.errors import QueryFailed, QueryTimeout, RowCountChanged
 from safedb.sql.classification import Classification
@@ -145,15 +145,17 @@ class PostgresDatabase:
         self, connection: Connection, statement: PostgresStatement, approved_rows: int | None
     ) -> WriteOutcome:
         cursor = connection.cursor()
-        async with connection.pipeline():
-            await cursor.execute(statement.text)
-        # Counted as the dry run counts (`impact._data_impact`); data changes always run in a transaction.
-        if approved_rows is not None and (affected := max(cursor.rowcount, 0)) != approved_rows:
-            raise RowCountChanged(approved_rows, affected)
         returned = None
-        if cursor.description:
-            returned = await fetch_capped(cursor, [column.name for column in cursor.description], self.limits)
-        rows = cursor.rowcount if cursor.rowcount >= 0 and _counts_rows(statement) else None
+        if statement.returns_rows:
+            count, returned = await run_returning_rows(cursor, statement.text, self.limits)
+        else:
+            async with connection.pipeline():
+                await cursor.execute(statement.text)
+            count = cursor.rowcount
+        # Counted as the dry run counts (`impact._data_impact`); data changes always run in a transaction.
+        if approved_rows is not None and (affected := max(count, 0)) != approved_rows:
+            raise RowCountChanged(approved_rows, affected)
+        rows = count if count >= 0 and _counts_rows(statement) else None
         return WriteOutcome(rows_affected=rows, returned=returned)
 
     async def list_tables(self) -> list[TableInfo]:

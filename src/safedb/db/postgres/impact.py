@@ -30,6 +30,7 @@ from safedb.db.postgres.connections import (
     read_transaction,
     set_statement_timeout,
 )
+from safedb.db.postgres.results import run_returning_rows
 from safedb.db.postgres.stored_code import EXTENSION_MEMBER, MET_TYPES, PATTERNS, REACHED_CODE
 from safedb.sql.classification import ChangeKind, Classification, DatabaseObject, ObjectType
 from safedb.sql.postgres_classifier import PostgresStatement
@@ -43,6 +44,9 @@ from safedb.sql.postgres_functions import (
 from safedb.sql.postgres_utility import OWNED_OBJECTS, SESSION_ROLES
 
 logger = logging.getLogger(__name__)
+
+_COUNT_ONLY = QueryLimits(max_rows=0)
+"""A dry run counts the rows a statement returns and keeps none of them."""
 
 _DRY_RUN_KINDS = frozenset(
     {ChangeKind.INSERT, ChangeKind.UPDATE, ChangeKind.DELETE, ChangeKind.UPSERT, ChangeKind.MERGE}
@@ -362,9 +366,13 @@ async def _data_impact(
     async with pools.writer() as connection, connection.transaction(force_rollback=True):
         await set_statement_timeout(connection, seconds)
         cursor = connection.cursor()
-        async with connection.pipeline():
-            await cursor.execute(statement.text)
-        rows = max(cursor.rowcount, 0)
+        if statement.returns_rows:
+            count, _ = await run_returning_rows(cursor, statement.text, _COUNT_ONLY)
+        else:
+            async with connection.pipeline():
+                await cursor.execute(statement.text)
+            count = cursor.rowcount
+        rows = max(count, 0)
     if not statement.counts_changed_rows:
         # `WITH d AS (DELETE ...) SELECT count(*) FROM d`: PostgreSQL counts the rows the SELECT returns;
         # `EXPLAIN ANALYZE DELETE ...`: the lines of the plan.

@@ -16,6 +16,8 @@ import uuid
 from collections.abc import Sequence
 from typing import Any, Protocol
 
+import psycopg
+
 from safedb.db.backend import QueryLimits, ResultSet, Value
 from safedb.db.results import CappedRows, json_value
 
@@ -65,8 +67,9 @@ def size_guarded(select: str, limits: QueryLimits) -> str:
 
 
 async def fetch_guarded(cursor: AsyncRowSource, columns: Sequence[str], limits: QueryLimits) -> ResultSet:
-    """`fetch_capped` over a cursor on `size_guarded(...)`: a row past the guard's budget ends the result,
-    truncated. `columns` leaves out the guard's own."""
+    """Fetch batches from a server-side cursor on `size_guarded(...)` until the caps are reached (the rest is
+    never fetched); a row past the guard's budget ends the result, truncated. `columns` leaves out the
+    guard's own."""
     capped = CappedRows(columns, limits, pg_value)
     while batch := await cursor.fetchmany(_BATCH):
         for raw in batch:
@@ -78,13 +81,18 @@ async def fetch_guarded(cursor: AsyncRowSource, columns: Sequence[str], limits: 
     return capped.result()
 
 
-async def fetch_capped(cursor: AsyncRowSource, columns: Sequence[str], limits: QueryLimits) -> ResultSet:
-    """Fetch batches until the caps are reached; the rest is never fetched (a server-side cursor keeps it)."""
-    capped = CappedRows(columns, limits, pg_value)
-    while True:
-        batch = await cursor.fetchmany(_BATCH)
-        if not batch:
-            break
-        if not all(capped.add(raw) for raw in batch):
-            break
-    return capped.result()
+async def run_returning_rows(cursor: psycopg.AsyncCursor[Any], text: str, limits: QueryLimits) -> tuple[int, ResultSet]:
+    """Run a statement that `returns_rows` but cannot go through a server-side cursor (it changes data), a
+    row at a time: rows past the caps are read and dropped, where libpq would hold all of them at once.
+
+    Returns the row count, which for a data change with RETURNING is the rows it changed, and the rows kept
+    (without columns when there were none: PostgreSQL names them only with the first row here).
+    """
+    capped: CappedRows | None = None
+    count = 0
+    async for raw in cursor.stream(text):
+        if capped is None:
+            capped = CappedRows([column.name for column in cursor.description or ()], limits, pg_value)
+        capped.add(raw)
+        count += 1
+    return count, capped.result() if capped is not None else ResultSet(columns=(), rows=(), truncated=False)
