@@ -438,6 +438,9 @@ def _executing(sql: str, text: str, node: ast.Node) -> PostgresStatement:
 
 def _returns_rows(node: ast.Node) -> bool:
     if isinstance(node, ast.SelectStmt):
+        # `SELECT 1 INTO t UNION SELECT 2` creates t (PostgreSQL takes the INTO of the leftmost SELECT).
+        while node.larg is not None:
+            node = node.larg
         return node.intoClause is None
     return isinstance(node, _DML) and node.returningClause is not None
 

@@ -32,7 +32,7 @@ from safedb.db.postgres.connections import (
     translated_errors,
 )
 from safedb.db.postgres.impact import measure_impact
-from safedb.db.postgres.results import fetch_guarded, pg_value, run_returning_rows, size_guarded
+from safedb.db.postgres.results import fetch_capped, fetch_guarded, pg_value, run_returning_rows, size_guarded
 from safedb.db.results import CappedRows
 from safedb.errors import QueryFailed, QueryTimeout, RowCountChanged
 from safedb.sql.classification import Classification
@@ -155,6 +155,9 @@ class PostgresDatabase:
         # Counted as the dry run counts (`impact._data_impact`); data changes always run in a transaction.
         if approved_rows is not None and (affected := max(count, 0)) != approved_rows:
             raise RowCountChanged(approved_rows, affected)
+        if returned is None and cursor.description:
+            # EXPLAIN (ANALYZE) and CALL with OUT parameters: their few rows, already fetched.
+            returned = await fetch_capped(cursor, [column.name for column in cursor.description], self.limits)
         rows = count if count >= 0 and _counts_rows(statement) else None
         return WriteOutcome(rows_affected=rows, returned=returned)
 

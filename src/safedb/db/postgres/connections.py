@@ -229,8 +229,25 @@ class Pools:
             await pool.close()
 
 
+MAX_MESSAGE_CHARS = 2000
+"""How much of a server's message SafeDB passes on. PostgreSQL quotes values in messages whole
+(`SELECT repeat('x', 100000000)::int`), and the message goes back to the client and into the audit log."""
+
+
+def bounded(text: str, limit: int = MAX_MESSAGE_CHARS) -> str:
+    """`text`, cut to `limit` characters (saying how many were left out) when longer."""
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}... ({len(text) - limit} more characters left out)"
+
+
+def server_message(exc: psycopg.Error) -> str:
+    """The server's primary message for `exc` (or the first line of its text), bounded."""
+    return bounded(exc.diag.message_primary or (str(exc).splitlines() or [type(exc).__name__])[0])
+
+
 def _message(exc: psycopg.Error) -> str:
-    primary = exc.diag.message_primary or (str(exc).splitlines() or [type(exc).__name__])[0]
+    primary = server_message(exc)
     return f"{primary} (SQLSTATE {exc.sqlstate})" if exc.sqlstate else primary
 
 

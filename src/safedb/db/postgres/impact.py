@@ -27,7 +27,9 @@ from safedb.db.postgres.connections import (
     CLIENT_GRACE_SECONDS,
     Connection,
     Pools,
+    bounded,
     read_transaction,
+    server_message,
     set_statement_timeout,
 )
 from safedb.db.postgres.results import run_returning_rows
@@ -256,7 +258,7 @@ async def measure_impact(
     except TimeoutError:
         return Impact(lines=(f"Impact preview: not finished within the {seconds:g} s time limit.",))
     except psycopg.Error as exc:
-        reason = exc.diag.message_primary or type(exc).__name__
+        reason = server_message(exc)
         return Impact(lines=(f"Impact preview: the dry run did not finish (PostgreSQL reported: {reason}).",))
 
 
@@ -436,7 +438,7 @@ async def _drop_lines(pools: Pools, statement: PostgresStatement, seconds: float
                     await cursor.execute(statement.text)
         except psycopg.errors.DependentObjectsStillExist as exc:
             detail = (exc.diag.message_detail or "").replace("\n", "; ")
-            return [f"PostgreSQL will refuse this DROP: {exc.diag.message_primary} ({detail})."]
+            return [f"PostgreSQL will refuse this DROP: {server_message(exc)} ({bounded(detail)})."]
         finally:
             connection.remove_notice_handler(note)
     return [f"It also drops: {'; '.join(dropped)}."] if dropped else []

@@ -81,6 +81,15 @@ async def fetch_guarded(cursor: AsyncRowSource, columns: Sequence[str], limits: 
     return capped.result()
 
 
+async def fetch_capped(cursor: AsyncRowSource, columns: Sequence[str], limits: QueryLimits) -> ResultSet:
+    """Fetch batches until the caps are reached."""
+    capped = CappedRows(columns, limits, pg_value)
+    while batch := await cursor.fetchmany(_BATCH):
+        if not all(capped.add(raw) for raw in batch):
+            break
+    return capped.result()
+
+
 async def run_returning_rows(cursor: psycopg.AsyncCursor[Any], text: str, limits: QueryLimits) -> tuple[int, ResultSet]:
     """Run a statement that `returns_rows` but cannot go through a server-side cursor (it changes data), a
     row at a time: rows past the caps are read and dropped, where libpq would hold all of them at once.
