@@ -346,6 +346,33 @@ def _described(function: CatalogFunction) -> str:
     return f"{function.name}(), whose effects a rollback does not undo"
 
 
+async def _dry_run_count(connection: Connection, statement: PostgresStatement) -> int:
+    """Run the statement (in the caller's transaction, which rolls back) and count what PostgreSQL counts.
+
+    The rows a data change returns (RETURNING) are counted in PostgreSQL, never fetched: this runs before
+    anyone approved the statement. Where PostgreSQL refuses the statement in a WITH (a table with rules, a
+    WITH of its own that changes data), they are fetched a row at a time and dropped.
+    """
+    cursor = connection.cursor()
+    if not statement.returns_rows:
+        async with connection.pipeline():
+            await cursor.execute(statement.text)
+        return cursor.rowcount
+    if statement.root != "SelectStmt":
+        try:
+            # A savepoint, for when PostgreSQL refuses the WITH; the pipeline sends one statement only.
+            async with connection.transaction(), connection.pipeline():
+                await cursor.execute(
+                    f"WITH safedb_dry_run AS (\n{statement.text}\n) SELECT pg_catalog.count(*) FROM safedb_dry_run"
+                )
+            counted = await cursor.fetchone()
+            return int(counted[0]) if counted else 0
+        except psycopg.errors.FeatureNotSupported:
+            pass
+    count, _ = await run_returning_rows(cursor, statement.text, _COUNT_ONLY)
+    return count
+
+
 async def _data_impact(
     pools: Pools,
     statement: PostgresStatement,
@@ -367,14 +394,7 @@ async def _data_impact(
         return Impact(lines=(line,))
     async with pools.writer() as connection, connection.transaction(force_rollback=True):
         await set_statement_timeout(connection, seconds)
-        cursor = connection.cursor()
-        if statement.returns_rows:
-            count, _ = await run_returning_rows(cursor, statement.text, _COUNT_ONLY)
-        else:
-            async with connection.pipeline():
-                await cursor.execute(statement.text)
-            count = cursor.rowcount
-        rows = max(count, 0)
+        rows = max(await _dry_run_count(connection, statement), 0)
     if not statement.counts_changed_rows:
         # `WITH d AS (DELETE ...) SELECT count(*) FROM d`: PostgreSQL counts the rows the SELECT returns;
         # `EXPLAIN ANALYZE DELETE ...`: the lines of the plan.
