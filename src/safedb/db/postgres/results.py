@@ -95,7 +95,7 @@ async def run_returning_rows(cursor: psycopg.AsyncCursor[Any], text: str, limits
     row at a time: rows past the caps are read and dropped, where libpq would hold all of them at once.
 
     Returns the row count, which for a data change with RETURNING is the rows it changed, and the rows kept
-    (without columns when there were none: PostgreSQL names them only with the first row here).
+    (without columns when there were none: `stream()` describes them only along with a row).
     """
     capped: CappedRows | None = None
     count = 0
