@@ -32,8 +32,7 @@ from safedb.db.postgres.connections import (
     translated_errors,
 )
 from safedb.db.postgres.impact import measure_impact
-from safedb.db.postgres.results import fetch_capped, fetch_guarded, pg_value, run_returning_rows, size_guarded
-from safedb.db.results import CappedRows
+from safedb.db.postgres.results import fetch_guarded, run_counted, size_guarded, streamed
 from safedb.errors import QueryFailed, QueryTimeout, RowCountChanged
 from safedb.sql.classification import Classification
 from safedb.sql.postgres_classifier import PostgresStatement, analyze_statement
@@ -107,18 +106,9 @@ class PostgresDatabase:
                 await server_cursor.execute(size_guarded(statement.text, self.limits))
                 columns = [column.name for column in server_cursor.description or ()][:-1]
                 return await fetch_guarded(server_cursor, columns, self.limits)
-        # SHOW and EXPLAIN: small results, streamed (extended protocol) and read to the end.
-        capped: CappedRows | None = None
-        cursor = connection.cursor()
-        async for raw in cursor.stream(statement.text, size=64):
-            if capped is None:
-                capped = CappedRows([column.name for column in cursor.description or ()], self.limits, pg_value)
-            capped.add(raw)
-        if capped is None:
-            return ResultSet(
-                columns=tuple(column.name for column in cursor.description or ()), rows=(), truncated=False
-            )
-        return capped.result()
+        # SHOW and EXPLAIN: streamed (extended protocol) and read to the end.
+        _, result = await streamed(connection.cursor(), statement.text, self.limits)
+        return result
 
     async def preview(self, classification: Classification) -> Impact:
         statement = analyze_statement(classification.statement)
@@ -144,20 +134,10 @@ class PostgresDatabase:
     async def _run(
         self, connection: Connection, statement: PostgresStatement, approved_rows: int | None
     ) -> WriteOutcome:
-        cursor = connection.cursor()
-        returned = None
-        if statement.returns_rows:
-            count, returned = await run_returning_rows(cursor, statement.text, self.limits)
-        else:
-            async with connection.pipeline():
-                await cursor.execute(statement.text)
-            count = cursor.rowcount
+        count, returned = await run_counted(connection, statement, self.limits)
         # Counted as the dry run counts (`impact._data_impact`); data changes always run in a transaction.
         if approved_rows is not None and (affected := max(count, 0)) != approved_rows:
             raise RowCountChanged(approved_rows, affected)
-        if returned is None and cursor.description:
-            # EXPLAIN (ANALYZE) and CALL with OUT parameters: their few rows, already fetched.
-            returned = await fetch_capped(cursor, [column.name for column in cursor.description], self.limits)
         rows = count if count >= 0 and _counts_rows(statement) else None
         return WriteOutcome(rows_affected=rows, returned=returned)
 

@@ -32,7 +32,7 @@ from safedb.db.postgres.connections import (
     server_message,
     set_statement_timeout,
 )
-from safedb.db.postgres.results import run_returning_rows
+from safedb.db.postgres.results import run_counted
 from safedb.db.postgres.stored_code import EXTENSION_MEMBER, MET_TYPES, PATTERNS, REACHED_CODE
 from safedb.sql.classification import ChangeKind, Classification, DatabaseObject, ObjectType
 from safedb.sql.postgres_classifier import PostgresStatement
@@ -350,15 +350,11 @@ async def _dry_run_count(connection: Connection, statement: PostgresStatement) -
     """Run the statement (in the caller's transaction, which rolls back) and count what PostgreSQL counts.
 
     The rows a data change returns (RETURNING) are counted in PostgreSQL, never fetched: this runs before
-    anyone approved the statement. Where PostgreSQL refuses the statement in a WITH (a table with rules, a
-    WITH of its own that changes data), they are fetched a row at a time and dropped.
+    anyone approved the statement. Where PostgreSQL refuses the statement in a WITH (one with a WITH of its
+    own that changes data; tables with rules get no dry run), they are fetched a row at a time and dropped.
     """
-    cursor = connection.cursor()
-    if not statement.returns_rows:
-        async with connection.pipeline():
-            await cursor.execute(statement.text)
-        return cursor.rowcount
-    if statement.root != "SelectStmt":
+    if statement.returns_rows and statement.root != "SelectStmt":
+        cursor = connection.cursor()
         try:
             # A savepoint, for when PostgreSQL refuses the WITH; the pipeline sends one statement only.
             async with connection.transaction(), connection.pipeline():
@@ -369,7 +365,7 @@ async def _dry_run_count(connection: Connection, statement: PostgresStatement) -
             return int(counted[0]) if counted else 0
         except psycopg.errors.FeatureNotSupported:
             pass
-    count, _ = await run_returning_rows(cursor, statement.text, _COUNT_ONLY)
+    count, _ = await run_counted(connection, statement, _COUNT_ONLY)
     return count
 
 

@@ -19,7 +19,9 @@ from typing import Any, Protocol
 import psycopg
 
 from safedb.db.backend import QueryLimits, ResultSet, Value
+from safedb.db.postgres.connections import Connection
 from safedb.db.results import CappedRows, json_value
+from safedb.sql.postgres_classifier import PostgresStatement
 
 _BATCH = 256
 
@@ -81,8 +83,7 @@ async def fetch_guarded(cursor: AsyncRowSource, columns: Sequence[str], limits: 
     return capped.result()
 
 
-async def fetch_capped(cursor: AsyncRowSource, columns: Sequence[str], limits: QueryLimits) -> ResultSet:
-    """Fetch batches until the caps are reached."""
+async def _fetch_capped(cursor: AsyncRowSource, columns: Sequence[str], limits: QueryLimits) -> ResultSet:
     capped = CappedRows(columns, limits, pg_value)
     while batch := await cursor.fetchmany(_BATCH):
         if not all(capped.add(raw) for raw in batch):
@@ -90,13 +91,10 @@ async def fetch_capped(cursor: AsyncRowSource, columns: Sequence[str], limits: Q
     return capped.result()
 
 
-async def run_returning_rows(cursor: psycopg.AsyncCursor[Any], text: str, limits: QueryLimits) -> tuple[int, ResultSet]:
-    """Run a statement that `returns_rows` but cannot go through a server-side cursor (it changes data), a
-    row at a time: rows past the caps are read and dropped, where libpq would hold all of them at once.
-
-    Returns the row count, which for a data change with RETURNING is the rows it changed, and the rows kept
-    (without columns when there were none: `stream()` describes them only along with a row).
-    """
+async def streamed(cursor: psycopg.AsyncCursor[Any], text: str, limits: QueryLimits) -> tuple[int, ResultSet]:
+    """Run a statement that returns rows a row at a time: rows past the caps are read and dropped, where libpq
+    would hold all of them at once. Returns how many rows came back, and those kept (without columns when
+    there were none: `stream()` describes them only along with a row)."""
     capped: CappedRows | None = None
     count = 0
     async for raw in cursor.stream(text):
@@ -105,3 +103,23 @@ async def run_returning_rows(cursor: psycopg.AsyncCursor[Any], text: str, limits
         capped.add(raw)
         count += 1
     return count, capped.result() if capped is not None else ResultSet(columns=(), rows=(), truncated=False)
+
+
+async def run_counted(
+    connection: Connection, statement: PostgresStatement, limits: QueryLimits
+) -> tuple[int, ResultSet | None]:
+    """Run a statement that cannot go through a server-side cursor (it changes something): PostgreSQL's row
+    count, and the rows it returns kept within the caps (None when it returns none).
+
+    One that `returns_rows` (RETURNING, a SELECT over a data-modifying WITH) runs `streamed`, and its count
+    is the rows that came back, which for a data change is the rows it changed; any other in pipeline mode,
+    with the few rows it may return (EXPLAIN, CALL with OUT parameters).
+    """
+    cursor = connection.cursor()
+    if statement.returns_rows:
+        return await streamed(cursor, statement.text, limits)
+    async with connection.pipeline():
+        await cursor.execute(statement.text)
+    if not cursor.description:
+        return cursor.rowcount, None
+    return cursor.rowcount, await _fetch_capped(cursor, [column.name for column in cursor.description], limits)
