@@ -19,6 +19,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 import anyio
+import psycopg
 
 from safedb.db.backend import Impact, QueryLimits, ResultSet, TableDescription, TableInfo, WriteOutcome
 from safedb.db.postgres import catalog, function_bodies
@@ -32,7 +33,7 @@ from safedb.db.postgres.connections import (
     translated_errors,
 )
 from safedb.db.postgres.impact import measure_impact
-from safedb.db.postgres.results import fetch_guarded, run_counted, size_guarded, streamed
+from safedb.db.postgres.results import fetch_guarded, fetch_row_by_row, run_counted, size_guarded, streamed
 from safedb.errors import QueryFailed, QueryTimeout, RowCountChanged
 from safedb.sql.classification import Classification
 from safedb.sql.postgres_classifier import PostgresStatement, analyze_statement
@@ -41,6 +42,10 @@ from safedb.sql.postgres_functions import function_changes
 logger = logging.getLogger(__name__)
 
 _CURSOR_NAME = "safedb_read"
+
+
+class _TooWideToGuard(Exception):
+    """The statement returns PostgreSQL's most columns (1,664): the size guard's own column is one too many."""
 
 
 class PostgresDatabase:
@@ -90,6 +95,12 @@ class PostgresDatabase:
         statement = analyze_statement(classification.statement)
         if not statement.classification.read_only:
             raise ValueError("read() takes read-only statements only")
+        try:
+            return await self._read(statement, guarded=True)
+        except _TooWideToGuard:
+            return await self._read(statement, guarded=False)
+
+    async def _read(self, statement: PostgresStatement, *, guarded: bool) -> ResultSet:
         seconds = self.limits.statement_timeout
         with _client_deadline(seconds):
             async with (
@@ -98,14 +109,22 @@ class PostgresDatabase:
                 read_transaction(connection),
             ):
                 await set_statement_timeout(connection, seconds)
-                return await self._read_rows(connection, statement)
+                return await self._read_rows(connection, statement, guarded)
 
-    async def _read_rows(self, connection: Connection, statement: PostgresStatement) -> ResultSet:
-        if statement.cursor_read:
+    async def _read_rows(self, connection: Connection, statement: PostgresStatement, guarded: bool) -> ResultSet:
+        if statement.cursor_read and guarded:
             async with connection.cursor(name=_CURSOR_NAME) as server_cursor:
-                await server_cursor.execute(size_guarded(statement.text, self.limits))
+                try:
+                    await server_cursor.execute(size_guarded(statement.text, self.limits))
+                except psycopg.errors.TooManyColumns as exc:
+                    raise _TooWideToGuard from exc
                 columns = [column.name for column in server_cursor.description or ()][:-1]
                 return await fetch_guarded(server_cursor, columns, self.limits)
+        if statement.cursor_read:
+            async with connection.cursor(name=_CURSOR_NAME) as server_cursor:
+                await server_cursor.execute(statement.text)
+                columns = [column.name for column in server_cursor.description or ()]
+                return await fetch_row_by_row(server_cursor, columns, self.limits)
         # SHOW and EXPLAIN: streamed (extended protocol) and read to the end.
         _, result = await streamed(connection.cursor(), statement.text, self.limits)
         return result

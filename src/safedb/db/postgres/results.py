@@ -83,6 +83,18 @@ async def fetch_guarded(cursor: AsyncRowSource, columns: Sequence[str], limits: 
     return capped.result()
 
 
+async def fetch_row_by_row(
+    cursor: psycopg.AsyncServerCursor[Any], columns: Sequence[str], limits: QueryLimits
+) -> ResultSet:
+    """Fetch from a server-side cursor without the size guard (for results too wide for its column), a row at
+    a time: no more than one row is ever held past the caps."""
+    capped = CappedRows(columns, limits, pg_value)
+    while (raw := await cursor.fetchone()) is not None:
+        if not capped.add(raw):
+            break
+    return capped.result()
+
+
 async def _fetch_capped(cursor: AsyncRowSource, columns: Sequence[str], limits: QueryLimits) -> ResultSet:
     capped = CappedRows(columns, limits, pg_value)
     while batch := await cursor.fetchmany(_BATCH):
