@@ -9,7 +9,6 @@ A link works once: after a decision, or once the approval expires, it is refused
 
 from __future__ import annotations
 
-import hmac
 from collections.abc import Sequence
 
 from starlette.requests import Request
@@ -20,7 +19,7 @@ from safedb.approval.board import ApprovalBoard, BoardVerdict, WebApproval
 from safedb.approval.display import readable_length
 from safedb.settings import Approver
 from safedb.web import pages
-from safedb.web.security import REALM, CsrfTokens, authenticated_approver, same_origin
+from safedb.web.security import REALM, CsrfTokens, authenticated_approver, same_origin, same_text
 
 _NO_STORE = {"Cache-Control": "no-store", "X-Frame-Options": "DENY", "Referrer-Policy": "same-origin"}
 
@@ -38,7 +37,7 @@ def approval_routes(board: ApprovalBoard, approvers: Sequence[Approver]) -> list
 
     def find(request: Request, token: str | None) -> WebApproval | HTMLResponse:
         approval = board.get(request.path_params["approval_id"])
-        if approval is None or token is None or not hmac.compare_digest(token, approval.link_token):
+        if approval is None or token is None or not same_text(token, approval.link_token):
             return respond("Unknown approval", "This approval link is not valid.", 404)
         if approval.verdict is BoardVerdict.WITHDRAWN:
             return respond("Withdrawn", "Nothing waits for this approval any more (the call ended); nothing runs.", 410)

@@ -29,9 +29,15 @@ def authenticated_approver(request: Request, approvers: Sequence[Approver]) -> s
     except (binascii.Error, UnicodeDecodeError):
         return None
     for approver in approvers:
-        if hmac.compare_digest(approver.name, name) and verify_password(approver.password_hash, password):
+        if same_text(approver.name, name) and verify_password(approver.password_hash, password):
             return approver.name
     return None
+
+
+def same_text(a: str, b: str) -> bool:
+    """`a == b` in constant time, for any text: `hmac.compare_digest` refuses str with non-ASCII characters
+    (TypeError), so a name like `José`, or a token someone typed, would otherwise fail the request."""
+    return hmac.compare_digest(a.encode("utf-8", "surrogatepass"), b.encode("utf-8", "surrogatepass"))
 
 
 def same_origin(request: Request) -> bool:
@@ -61,4 +67,4 @@ class CsrfTokens:
         return hmac.new(self._key, message, hashlib.sha256).hexdigest()
 
     def valid(self, token: str, approval_id: str, approver: str) -> bool:
-        return hmac.compare_digest(token, self.issue(approval_id, approver))
+        return same_text(token, self.issue(approval_id, approver))

@@ -1,0 +1,113 @@
+"""Red team of the approval page: credentials and tokens a Basic-auth header or a form can carry, and decisions
+made through the address approvers' browsers use (`public_url`, as behind a proxy). Real server processes."""
+
+from __future__ import annotations
+
+import base64
+import html
+import re
+import sys
+import urllib.error
+import urllib.parse
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+
+from safedb.db.demo import ensure_demo_database
+from safedb.web.passwords import hash_password
+from tests.helpers import ServerProcess, rows, serving_process
+from tests.web.test_approval_page import audit_records, link_token, post, waiting_call
+
+pytestmark = pytest.mark.anyio
+
+PASSWORD = "correct horse battery staple"
+
+
+def basic(name: str, password: str = PASSWORD) -> str:
+    return "Basic " + base64.b64encode(f"{name}:{password}".encode()).decode()
+
+
+@contextmanager
+def serving(
+    tmp_path: Path, approvers: tuple[str, ...], server_extra: str = ""
+) -> Iterator[tuple[ServerProcess, Path, Path]]:
+    """SafeDB with one production target approved on the web page by `approvers` (all with PASSWORD)."""
+    database = ensure_demo_database(tmp_path / "prod")
+    audit = tmp_path / "audit.db"
+    config = tmp_path / "safedb.toml"
+    hashed = hash_password(PASSWORD, iterations=1000)
+    listed = ", ".join(f'{{ name = "{name}", password_hash = "{hashed}" }}' for name in approvers)
+    config.write_text(
+        f"""
+[server]
+audit_db = "{audit.name}"
+approvers = [{listed}]
+{server_extra}
+
+[targets.prod]
+database = "prod/demo.db"
+environment = "production"
+
+[targets.prod.policy]
+channel = "web"
+approval_timeout = 60
+""",
+        encoding="utf-8",
+    )
+    command = [sys.executable, "-m", "safedb", "serve", "--config", str(config), "--port", "0"]
+    with serving_process(command, env={"SAFEDB_DATA_DIR": str(tmp_path / "data")}) as server:
+        yield server, database, audit
+
+
+def status_of(url: str, authorization: str) -> int:
+    request = urllib.request.Request(url, headers={"Authorization": authorization})
+    try:
+        with urllib.request.urlopen(request, timeout=10) as response:
+            return int(response.status)
+    except urllib.error.HTTPError as error:
+        error.close()
+        return error.code
+
+
+def csrf_of(link: str, authorization: str) -> str:
+    with urllib.request.urlopen(
+        urllib.request.Request(link, headers={"Authorization": authorization}), timeout=10
+    ) as page:
+        found = re.search(r'name=csrf value="([^"]+)"', page.read().decode())
+    assert found is not None
+    return html.unescape(found.group(1))
+
+
+async def test_non_ascii_names_tokens_and_passwords_are_answered_not_crashed_on(tmp_path: Path) -> None:
+    """`hmac.compare_digest` refuses str with non-ASCII characters (TypeError): an approver named `José` could not
+    sign in, and while one was configured, every wrong password of an approver listed before was a 500; a non-ASCII
+    user name, link token or CSRF token from anyone was a 500 with a traceback in the log."""
+    with serving(tmp_path, ("alice", "José")) as (server, database, audit):
+        base = server.url.removesuffix("/mcp")
+        assert status_of(f"{base}/approvals", basic("alice")) == 200
+        assert status_of(f"{base}/approvals", basic("José")) == 200
+        assert status_of(f"{base}/approvals", basic("alice", "wrong")) == 401
+        assert status_of(f"{base}/approvals", basic("Zoë", "wrong")) == 401
+        async with waiting_call(server.url, "legacy") as (responder, results):
+            link = responder.urls[0]
+            path = urllib.parse.urlsplit(link).path
+            assert status_of(f"{base}{path}?t=%C3%A9t%C3%A9", basic("José")) == 404
+            fields = {"t": link_token(link), "decision": "approve", "justification": "Removing voided invoice OPS-42"}
+            assert post(link, {**fields, "t": "été"}, {"Authorization": basic("José")}) == 404
+            assert post(link, {**fields, "csrf": "été"}, {"Authorization": basic("José")}) == 403
+            assert rows(database, "SELECT count(*) FROM invoices WHERE status = 'void'") == [(1,)]
+            csrf = csrf_of(link, basic("José"))
+            assert post(link, {**fields, "csrf": csrf}, {"Authorization": basic("José")}) == 200
+        assert not any("Traceback" in line for line in server.log), "".join(server.log)
+    (result,) = results
+    assert result.structured_content is not None
+    assert result.structured_content["status"] == "executed"
+    assert rows(database, "SELECT count(*) FROM invoices WHERE status = 'void'") == [(0,)]
+    assert audit_records(audit) == [
+        ("requested", None),
+        ("accepted", "José: Removing voided invoice OPS-42"),
+        ("executed", None),
+    ]
