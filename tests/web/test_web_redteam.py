@@ -111,3 +111,32 @@ async def test_non_ascii_names_tokens_and_passwords_are_answered_not_crashed_on(
         ("accepted", "José: Removing voided invoice OPS-42"),
         ("executed", None),
     ]
+
+
+@pytest.mark.parametrize("public_url", ["https://approvals.example", "https://Approvals.example:443/safedb/"])
+async def test_a_decision_from_the_public_address_is_same_origin(tmp_path: Path, public_url: str) -> None:
+    """Behind a proxy (TLS at the proxy, the server on 127.0.0.1), approvers' browsers are on `public_url`: their
+    POST says `Origin: https://approvals.example` while the server sees `http://127.0.0.1:PORT`. Every decision
+    was refused as cross-site; the public address is SafeDB's own page, other sites still are not."""
+    with serving(tmp_path, ("alice",), f'public_url = "{public_url}"') as (server, database, audit):
+        async with waiting_call(server.url, "legacy") as (responder, results):
+            link = responder.urls[0]
+            assert link.startswith(public_url.rstrip("/") + "/approvals/")
+            # What the proxy forwards: the same path and query, to the server's own address.
+            parts = urllib.parse.urlsplit(link)
+            forwarded = server.url.removesuffix("/mcp") + parts.path.removeprefix("/safedb") + "?" + parts.query
+            csrf = csrf_of(forwarded, basic("alice"))
+            fields = {
+                "t": link_token(link), "csrf": csrf, "decision": "approve",
+                "justification": "Removing voided invoice OPS-42",
+            }  # fmt: skip
+            headers = {"Authorization": basic("alice"), "Sec-Fetch-Site": "same-origin"}
+            assert post(forwarded, fields, {**headers, "Origin": "https://approvals.example.evil"}) == 403
+            assert post(forwarded, fields, {**headers, "Origin": "http://approvals.example"}) == 403
+            assert rows(database, "SELECT count(*) FROM invoices WHERE status = 'void'") == [(1,)]
+            assert post(forwarded, fields, {**headers, "Origin": "https://approvals.example"}) == 200
+    (result,) = results
+    assert result.structured_content is not None
+    assert result.structured_content["status"] == "executed"
+    assert rows(database, "SELECT count(*) FROM invoices WHERE status = 'void'") == [(0,)]
+    assert [decision for decision, _ in audit_records(audit)] == ["requested", "accepted", "executed"]

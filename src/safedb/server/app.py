@@ -58,7 +58,7 @@ def build_server(settings: Settings, databases: Mapping[str, Database], audit: A
     board = ApprovalBoard()
     web_channel = WebApprovalChannel(board, settings.public_url, settings.progress_interval)
     tools = SafeDBTools(targets, audit, ApprovalChannel(settings.progress_interval), web_channel, settings.text_rows)
-    for route in approval_routes(board, settings.approvers):
+    for route in approval_routes(board, settings.approvers, settings.public_url):
         server.custom_route(route.path, methods=sorted(route.methods or ()))(route.endpoint)
     modes = "Targets and their safety modes: " + "; ".join(t.safety_mode() for t in settings.targets) + "."
     server.add_tool(

@@ -19,13 +19,14 @@ from safedb.approval.board import ApprovalBoard, BoardVerdict, WebApproval
 from safedb.approval.display import readable_length
 from safedb.settings import Approver
 from safedb.web import pages
-from safedb.web.security import REALM, CsrfTokens, authenticated_approver, same_origin, same_text
+from safedb.web.security import REALM, CsrfTokens, authenticated_approver, origin_of, same_origin, same_text
 
 _NO_STORE = {"Cache-Control": "no-store", "X-Frame-Options": "DENY", "Referrer-Policy": "same-origin"}
 
 
-def approval_routes(board: ApprovalBoard, approvers: Sequence[Approver]) -> list[Route]:
+def approval_routes(board: ApprovalBoard, approvers: Sequence[Approver], public_url: str | None = None) -> list[Route]:
     csrf = CsrfTokens()
+    public_origin = origin_of(public_url) if public_url else None
 
     def respond(title: str, text: str, status: int) -> HTMLResponse:
         return HTMLResponse(pages.message_page(title, text), status_code=status, headers=_NO_STORE)
@@ -63,7 +64,7 @@ def approval_routes(board: ApprovalBoard, approvers: Sequence[Approver]) -> list
         return HTMLResponse(body, headers=_NO_STORE)
 
     async def decide(request: Request) -> Response:
-        if not same_origin(request):
+        if not same_origin(request, public_origin):
             return respond("Refused", "Approvals can only be decided from SafeDB's own page.", 403)
         approver = authenticated_approver(request, approvers)
         if approver is None:

@@ -9,6 +9,7 @@ import hashlib
 import hmac
 import secrets
 from collections.abc import Sequence
+from urllib.parse import urlsplit
 
 from starlette.requests import Request
 
@@ -40,12 +41,13 @@ def same_text(a: str, b: str) -> bool:
     return hmac.compare_digest(a.encode("utf-8", "surrogatepass"), b.encode("utf-8", "surrogatepass"))
 
 
-def same_origin(request: Request) -> bool:
+def same_origin(request: Request, public_origin: str | None = None) -> bool:
     """False for a request a browser marks as coming from another site.
 
     Browsers send `Origin` on every POST and `Sec-Fetch-Site` on every request; either one that names
     another origin refuses the request. Clients that send neither are not browsers, so no other site
-    can make them send an approver's credentials.
+    can make them send an approver's credentials. SafeDB's own origin is the one the request reached,
+    or `public_origin` (that of `public_url`, where approvers' browsers reach it through a proxy).
     """
     fetch_site = request.headers.get("sec-fetch-site")
     if fetch_site is not None and fetch_site not in ("same-origin", "none"):
@@ -53,7 +55,23 @@ def same_origin(request: Request) -> bool:
     origin = request.headers.get("origin")
     if origin is None:
         return True
-    return origin == f"{request.url.scheme}://{request.url.netloc}"
+    return origin in (f"{request.url.scheme}://{request.url.netloc}", public_origin)
+
+
+def origin_of(url: str) -> str:
+    """The origin a browser names (`Origin` header) for pages under `url`: scheme and host in lower case, the
+    port only when it is not the scheme's default."""
+    parts = urlsplit(url)
+    scheme = parts.scheme.lower()
+    host = parts.hostname or ""
+    if ":" in host:
+        host = f"[{host}]"
+    try:
+        port = parts.port
+    except ValueError:  # not a port number: the links name no port either
+        port = None
+    default = {"http": 80, "https": 443}.get(scheme)
+    return f"{scheme}://{host}" if port is None or port == default else f"{scheme}://{host}:{port}"
 
 
 class CsrfTokens:
