@@ -17,6 +17,7 @@ from typing import Any, TypeVar
 
 import click
 
+from safedb.approval.display import visible_statement
 from safedb.audit.events import AuditDecision
 from safedb.audit.export import write_jsonl
 from safedb.audit.open import open_audit_store
@@ -226,16 +227,23 @@ def _table(records: list[AuditRecord]) -> Iterator[str]:
             str(record.seq),
             record.time,
             record.decision.value,
-            record.target,
-            record.caller or "-",
+            _visible(record.target),
+            _visible(record.caller) or "-",
             "-" if record.rows_affected is None else str(record.rows_affected),
-            _one_line(record.sql),
+            _one_line(visible_statement(record.sql)),
         )
         for record in records
     ]
     widths = [max(len(row[index]) for row in [header, *rows]) for index in range(len(header) - 1)]
     for row in [header, *rows]:
         yield "  ".join([*(cell.ljust(width) for cell, width in zip(row, widths, strict=False)), row[-1]])
+
+
+def _visible(text: str | None) -> str:
+    """A client's text (its name, a target) on one line, with nothing hiding: it must not forge a row of the
+    listing (a line break) or rewrite the auditor's terminal (escape sequences, backspaces)."""
+    shown = visible_statement(text or "")
+    return shown.replace("\n", "⟨U+000A⟩").replace("\t", "⟨U+0009⟩")
 
 
 def _one_line(sql: str) -> str:

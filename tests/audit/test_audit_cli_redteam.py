@@ -1,0 +1,70 @@
+"""Red team of `safedb audit list`: what a client writes into the log (its name, the SQL text) is printed to the
+auditor's terminal, and must not forge rows or hide text there."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from mcp.client.client import Client
+from mcp_types import Implementation
+
+from tests.helpers import Responder, in_process_server, rows
+
+pytestmark = pytest.mark.anyio
+
+FORGED_ROW = "99   2026-01-01T00:00:00.000000Z  executed   test    nobody  0     SELECT 1"
+CLIENT_NAME = f"agent\n{FORGED_ROW}"
+# On a terminal: ESC [2K erases the line; backspaces move back over the characters before, for the next to overwrite.
+QUERY = "DELETE FROM invoices WHERE id > 0 -- \x1b[2K" + "\b" * 12
+
+
+def list_on_a_terminal(audit: Path) -> str:
+    """`safedb audit list` as an auditor runs it, its output on a real pseudo-terminal."""
+    leader, follower = os.openpty()
+    try:
+        process = subprocess.run(
+            [sys.executable, "-m", "safedb", "audit", "list", "--audit-db", str(audit)],
+            stdout=follower, stderr=subprocess.PIPE, timeout=60, check=False,
+        )  # fmt: skip
+        os.close(follower)
+        follower = -1
+        assert process.returncode == 0, process.stderr
+        output = b""
+        while True:
+            try:
+                chunk = os.read(leader, 65536)
+            except OSError:  # the terminal's other end is closed: all was read
+                break
+            if not chunk:
+                break
+            output += chunk
+    finally:
+        os.close(leader)
+        if follower >= 0:
+            os.close(follower)
+    return output.decode().replace("\r\n", "\n")
+
+
+async def test_a_client_cannot_forge_or_hide_rows_of_the_listing(demo_db: Path) -> None:
+    declined = Responder(action="decline")
+    name = Implementation(name=CLIENT_NAME, version="1.0")
+    async with (
+        in_process_server(demo_db) as (server, _),
+        Client(server, mode="legacy", elicitation_callback=declined, client_info=name) as client,
+    ):
+        result = await client.call_tool("execute_query", {"query": QUERY})
+    assert result.structured_content is not None
+    assert result.structured_content["status"] == "declined"
+    assert rows(demo_db, "SELECT count(*) FROM invoices") == [(8,)]
+    listing = list_on_a_terminal(demo_db.parent / "audit.db")
+    lines = listing.splitlines()
+    assert len(lines) == 3, listing  # the header, `requested` and `declined`: no forged row
+    assert [line.split()[2] for line in lines[1:]] == ["requested", "declined"]
+    assert not any(character in listing for character in "\x1b\b"), repr(listing)
+    for line in lines[1:]:
+        assert "agent⟨U+000A⟩99" in line
+        assert line.endswith("DELETE FROM invoices WHERE id > 0 -- ⟨U+001B⟩[2K⟨U+0008, 12 times⟩")
