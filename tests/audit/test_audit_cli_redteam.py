@@ -12,6 +12,7 @@ import pytest
 from mcp.client.client import Client
 from mcp_types import Implementation
 
+from tests.audit.helpers import fill, run_audit
 from tests.helpers import Responder, in_process_server, rows
 
 pytestmark = pytest.mark.anyio
@@ -68,3 +69,17 @@ async def test_a_client_cannot_forge_or_hide_rows_of_the_listing(demo_db: Path) 
     for line in lines[1:]:
         assert "agent⟨U+000A⟩99" in line
         assert line.endswith("DELETE FROM invoices WHERE id > 0 -- ⟨U+001B⟩[2K⟨U+0008, 12 times⟩")
+
+
+@pytest.mark.parametrize("moment", ["9999-12-31T23:00-02:00", "0001-01-01T00:30+01:00"])
+@pytest.mark.parametrize("option", ["--since", "--until"])
+@pytest.mark.parametrize("command", ["list", "export"])
+def test_a_time_whose_zone_leaves_the_calendar_is_a_clean_error(
+    audit_path: Path, command: str, option: str, moment: str
+) -> None:
+    """In UTC these fall past year 9999 or before year 1: datetime raised OverflowError, a traceback and exit 1."""
+    fill(audit_path, 2)
+    result = run_audit(command, "--audit-db", str(audit_path), option, moment)
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert "out of range" in result.stderr
+    assert "Traceback" not in result.stderr

@@ -43,6 +43,8 @@ def _time_option(_ctx: click.Context, _param: click.Parameter, value: str | None
         return parse_time(value)
     except ValueError:
         raise click.BadParameter(f"{value!r} is not an ISO 8601 date or time (e.g. 2025-06-01T12:00Z)") from None
+    except OverflowError:  # its zone moves it past year 9999 or before year 1 in UTC
+        raise click.BadParameter(f"{value!r} is out of range: in UTC it falls outside the years 1 to 9999") from None
 
 
 def _audit_db_option(command: F) -> F:
