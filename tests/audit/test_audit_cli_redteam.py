@@ -12,7 +12,7 @@ import pytest
 from mcp.client.client import Client
 from mcp_types import Implementation
 
-from tests.audit.helpers import fill, run_audit
+from tests.audit.helpers import fill, run_audit, tampering
 from tests.helpers import Responder, in_process_server, rows
 
 pytestmark = pytest.mark.anyio
@@ -82,4 +82,17 @@ def test_a_time_whose_zone_leaves_the_calendar_is_a_clean_error(
     result = run_audit(command, "--audit-db", str(audit_path), option, moment)
     assert result.returncode == 2, result.stdout + result.stderr
     assert "out of range" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize("column", ["sql", "time", "caller", "justification", "prev_hash"])
+def test_a_record_edited_to_hold_a_blob_is_named_as_edited(audit_path: Path, column: str) -> None:
+    """SQLite lets a text column hold a BLOB. verify hashed it as JSON and ended in a TypeError traceback (exit 1
+    without a finding), where it names every other edit."""
+    fill(audit_path, 5)
+    with tampering(audit_path) as db:
+        db.execute(f"UPDATE audit_log SET {column} = CAST({column} AS BLOB) WHERE seq = 3")
+    result = run_audit("verify", "--audit-db", str(audit_path))
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert result.stdout.startswith("Audit log NOT intact: record 3 was edited"), result.stdout
     assert "Traceback" not in result.stderr

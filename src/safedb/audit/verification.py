@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import Any
 
 from safedb.audit.chain import GENESIS_HASH, chain_hash
 from safedb.audit.store import AuditStore, ChainEntry, ChainHead
@@ -97,7 +98,7 @@ def _check(
             Tampering.INSERTED, seq,
             f"record {seq} was inserted: the head anchor says the last record SafeDB wrote is {head.seq}.",
         )  # fmt: skip
-    content_ok = chain_hash(entry.content) == entry.hash
+    content_ok = _content_hash(entry.content) == entry.hash
     link_ok = entry.prev_hash == expected_prev
     if content_ok and link_ok:
         return None
@@ -163,4 +164,13 @@ def _original_seq(entry: ChainEntry) -> int | None:
 
 def _hashes_as(entry: ChainEntry, seq: int) -> bool:
     """Whether the entry's stored hash is that of its contents written as record `seq`."""
-    return chain_hash({**entry.content, "seq": seq}) == entry.hash
+    return _content_hash({**entry.content, "seq": seq}) == entry.hash
+
+
+def _content_hash(content: dict[str, Any]) -> str | None:
+    """The chain hash of a record's contents as stored; None when they hold a value JSON cannot (SQLite lets a
+    text column hold a BLOB), which SafeDB never writes."""
+    try:
+        return chain_hash(content)
+    except (TypeError, ValueError):
+        return None
