@@ -140,3 +140,27 @@ async def test_a_decision_from_the_public_address_is_same_origin(tmp_path: Path,
     assert result.structured_content["status"] == "executed"
     assert rows(database, "SELECT count(*) FROM invoices WHERE status = 'void'") == [(0,)]
     assert [decision for decision, _ in audit_records(audit)] == ["requested", "accepted", "executed"]
+
+
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+@pytest.mark.parametrize(
+    ("reason", "recorded"), [("Not during the freeze", "alice: Not during the freeze"), ("", "alice")]
+)
+async def test_a_rejection_on_the_page_records_who_rejected_and_why(
+    tmp_path: Path, mode: str, reason: str, recorded: str
+) -> None:
+    """An approval records `alice: <justification>`; a rejection recorded neither the approver nor the reason they
+    typed, so the log could not say who stopped a change."""
+    with serving(tmp_path, ("alice", "bob")) as (server, database, audit):
+        async with waiting_call(server.url, mode) as (responder, results):
+            link = responder.urls[0]
+            fields = {
+                "t": link_token(link), "csrf": csrf_of(link, basic("alice")), "decision": "reject",
+                "justification": reason,
+            }  # fmt: skip
+            assert post(link, fields, {"Authorization": basic("alice")}) == 200
+    (result,) = results
+    assert result.structured_content is not None
+    assert result.structured_content["status"] == "declined"
+    assert rows(database, "SELECT count(*) FROM invoices WHERE status = 'void'") == [(1,)]
+    assert audit_records(audit) == [("requested", None), ("declined", recorded)]

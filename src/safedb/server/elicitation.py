@@ -44,7 +44,8 @@ def requested_schema(form: type[SafetyVerification]) -> dict[str, Any]:
 class Reply:
     answer: Answer
     verification: SafetyVerification | None
-    """The validated form; None when declined, cancelled, or the content did not fit the form."""
+    """The validated form; None when cancelled, when the content did not fit the form, or when declined at the
+    client (a rejection on the approval page keeps the approver's name and justification, for the audit log)."""
     request_id: str
     """Links the question and its answer (the ticket id on 2026-07-28)."""
     rows_shown: int | None = None

@@ -162,12 +162,19 @@ def _message(approval: WebApproval) -> str:
 
 def _reply(approval: WebApproval) -> Reply:
     if approval.verdict is BoardVerdict.APPROVED:
-        verification = SafetyVerification(
-            confirm=True,
-            justification=f"{approval.approver}: {approval.justification}",
-            environment=approval.environment.capitalize(),  # type: ignore[arg-type]
-        )
-        return Reply(Answer.ACCEPT, verification, approval.id, approval.impact.rows_affected)
+        return Reply(Answer.ACCEPT, _decided(approval, True), approval.id, approval.impact.rows_affected)
     if approval.verdict is BoardVerdict.REJECTED:
-        return Reply(Answer.DECLINE, None, approval.id)
+        # Declined all the same; the answer is kept so that the audit log says who rejected it, and why.
+        return Reply(Answer.DECLINE, _decided(approval, False), approval.id)
     return Reply(Answer.TIMEOUT, None, approval.id)
+
+
+def _decided(approval: WebApproval, confirm: bool) -> SafetyVerification:
+    """The approver's decision as an answer: `alice: <justification>` (just `alice` when they gave none)."""
+    return SafetyVerification(
+        confirm=confirm,
+        justification=f"{approval.approver}: {approval.justification}"
+        if approval.justification
+        else str(approval.approver),
+        environment=approval.environment.capitalize(),  # type: ignore[arg-type]
+    )
