@@ -7,6 +7,7 @@ import base64
 import html
 import re
 import sys
+import time
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -14,7 +15,9 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+import anyio
 import pytest
+from mcp.client.client import Client
 
 from safedb.db.demo import ensure_demo_database
 from safedb.web.passwords import hash_password
@@ -32,13 +35,13 @@ def basic(name: str, password: str = PASSWORD) -> str:
 
 @contextmanager
 def serving(
-    tmp_path: Path, approvers: tuple[str, ...], server_extra: str = ""
+    tmp_path: Path, approvers: tuple[str, ...], server_extra: str = "", iterations: int = 1000
 ) -> Iterator[tuple[ServerProcess, Path, Path]]:
     """SafeDB with one production target approved on the web page by `approvers` (all with PASSWORD)."""
     database = ensure_demo_database(tmp_path / "prod")
     audit = tmp_path / "audit.db"
     config = tmp_path / "safedb.toml"
-    hashed = hash_password(PASSWORD, iterations=1000)
+    hashed = hash_password(PASSWORD, iterations=iterations)
     listed = ", ".join(f'{{ name = "{name}", password_hash = "{hashed}" }}' for name in approvers)
     config.write_text(
         f"""
@@ -164,3 +167,43 @@ async def test_a_rejection_on_the_page_records_who_rejected_and_why(
     assert result.structured_content["status"] == "declined"
     assert rows(database, "SELECT count(*) FROM invoices WHERE status = 'void'") == [(1,)]
     assert audit_records(audit) == [("requested", None), ("declined", recorded)]
+
+
+async def test_password_guesses_do_not_hold_up_the_mcp_server(tmp_path: Path) -> None:
+    """Each Basic-auth check runs PBKDF2 (600,000 rounds by default: a tenth of a second or more). It ran on the
+    event loop, so anyone who knew an approver's name could stall every MCP call of the server for as long as they
+    kept sending wrong passwords: 24 guesses held reads up for seconds. Checks now run in worker threads."""
+    with serving(tmp_path, ("alice",), iterations=600_000) as (server, _, _):
+        guesses = urllib.request.Request(
+            server.url.removesuffix("/mcp") + "/approvals", headers={"Authorization": basic("alice", "guess")}
+        )
+
+        def guess() -> int:
+            try:
+                with urllib.request.urlopen(guesses, timeout=60) as response:
+                    return int(response.status)
+            except urllib.error.HTTPError as error:
+                error.close()
+                return error.code
+
+        async with Client(server.url, mode="legacy") as client:
+            slowest = 0.0
+            finished: list[int] = []
+
+            async def guessing() -> None:
+                for _ in range(3):
+                    finished.append(await anyio.to_thread.run_sync(guess))
+
+            started = time.perf_counter()
+            async with anyio.create_task_group() as group:
+                for _ in range(8):
+                    group.start_soon(guessing)
+                while len(finished) < 24:
+                    began = time.perf_counter()
+                    with anyio.fail_after(60):
+                        read = await client.call_tool("execute_query", {"query": "SELECT 1"})
+                    slowest = max(slowest, time.perf_counter() - began)
+                    assert not read.is_error
+            attack = time.perf_counter() - started
+    assert finished == [401] * 24
+    assert slowest < 0.5, f"a read waited {slowest:.2f} s while 24 guesses took {attack:.2f} s"

@@ -19,13 +19,14 @@ from safedb.approval.board import ApprovalBoard, BoardVerdict, WebApproval
 from safedb.approval.display import readable_length
 from safedb.settings import Approver
 from safedb.web import pages
-from safedb.web.security import REALM, CsrfTokens, authenticated_approver, origin_of, same_origin, same_text
+from safedb.web.security import REALM, ApproverCheck, CsrfTokens, origin_of, same_origin, same_text
 
 _NO_STORE = {"Cache-Control": "no-store", "X-Frame-Options": "DENY", "Referrer-Policy": "same-origin"}
 
 
 def approval_routes(board: ApprovalBoard, approvers: Sequence[Approver], public_url: str | None = None) -> list[Route]:
     csrf = CsrfTokens()
+    authenticated_approver = ApproverCheck(approvers)
     public_origin = origin_of(public_url) if public_url else None
 
     def respond(title: str, text: str, status: int) -> HTMLResponse:
@@ -49,12 +50,12 @@ def approval_routes(board: ApprovalBoard, approvers: Sequence[Approver], public_
         return approval
 
     async def pending(request: Request) -> Response:
-        if authenticated_approver(request, approvers) is None:
+        if await authenticated_approver(request) is None:
             return unauthorized()
         return HTMLResponse(pages.pending_page(board.pending()), headers=_NO_STORE)
 
     async def show(request: Request) -> Response:
-        approver = authenticated_approver(request, approvers)
+        approver = await authenticated_approver(request)
         if approver is None:
             return unauthorized()
         found = find(request, request.query_params.get("t"))
@@ -66,7 +67,7 @@ def approval_routes(board: ApprovalBoard, approvers: Sequence[Approver], public_
     async def decide(request: Request) -> Response:
         if not same_origin(request, public_origin):
             return respond("Refused", "Approvals can only be decided from SafeDB's own page.", 403)
-        approver = authenticated_approver(request, approvers)
+        approver = await authenticated_approver(request)
         if approver is None:
             return unauthorized()
         form = await request.form()

@@ -11,6 +11,8 @@ import secrets
 from collections.abc import Sequence
 from urllib.parse import urlsplit
 
+import anyio
+import anyio.to_thread
 from starlette.requests import Request
 
 from safedb.settings import Approver
@@ -19,8 +21,34 @@ from safedb.web.passwords import verify_password
 REALM = 'Basic realm="SafeDB approvals", charset="UTF-8"'
 
 
-def authenticated_approver(request: Request, approvers: Sequence[Approver]) -> str | None:
-    """The approver named by the request's Basic credentials, when the password is right."""
+class ApproverCheck:
+    """Who the request's Basic credentials name, when the password is right.
+
+    A password check is PBKDF2 (600,000 rounds by default: a tenth of a second or more of CPU). It runs in a
+    worker thread, never on the event loop that serves every MCP call, and at most `_CHECKS_AT_ONCE` run at
+    once: a flood of guesses queues here and holds up nothing else.
+    """
+
+    _CHECKS_AT_ONCE = 2
+
+    def __init__(self, approvers: Sequence[Approver]) -> None:
+        self._approvers = tuple(approvers)
+        self._limiter = anyio.CapacityLimiter(self._CHECKS_AT_ONCE)
+
+    async def __call__(self, request: Request) -> str | None:
+        credentials = _basic_credentials(request)
+        if credentials is None:
+            return None
+        name, password = credentials
+        for approver in self._approvers:
+            if same_text(approver.name, name) and await anyio.to_thread.run_sync(
+                verify_password, approver.password_hash, password, limiter=self._limiter
+            ):
+                return approver.name
+        return None
+
+
+def _basic_credentials(request: Request) -> tuple[str, str] | None:
     header = request.headers.get("authorization", "")
     scheme, _, encoded = header.partition(" ")
     if scheme.lower() != "basic":
@@ -29,10 +57,7 @@ def authenticated_approver(request: Request, approvers: Sequence[Approver]) -> s
         name, _, password = base64.b64decode(encoded, validate=True).decode("utf-8").partition(":")
     except (binascii.Error, UnicodeDecodeError):
         return None
-    for approver in approvers:
-        if same_text(approver.name, name) and verify_password(approver.password_hash, password):
-            return approver.name
-    return None
+    return name, password
 
 
 def same_text(a: str, b: str) -> bool:
