@@ -90,9 +90,7 @@ class SafeDBTools:
             await audit.record(AuditDecision.REFUSED, error=str(exc))
             return error_result(str(exc))
         except SafeDBError as exc:
-            status = "failed" if isinstance(exc, QueryFailed) else "refused"
-            await audit.record(AuditDecision.FAILED if status == "failed" else AuditDecision.REFUSED, error=str(exc))
-            return error_result(str(exc), status=status)
+            return await _failure_result(exc, audit)
 
     async def _execute(
         self, query: str, ctx: Context[Any, Any], served: ServedTarget, audit: CallAudit
@@ -169,12 +167,19 @@ class SafeDBTools:
     async def _run(
         self, served: ServedTarget, classification: Classification, audit: CallAudit, approved_rows: int | None = None
     ) -> CallToolResult:
-        outcome = await served.database.write(classification, approved_rows)
-        result = write_result(classification, outcome, self.text_rows)
-        try:
-            await audit.record(AuditDecision.EXECUTED, rows_affected=outcome.rows_affected, error=None)
-        except AuditWriteFailed:
-            logger.exception("The statement ran but its execution could not be recorded in the audit log")
+        # Shielded: a call cancelled now (the client gave up on it) lets the approved statement end (it is bounded
+        # by the statement time limit) and records how it ended. Interrupted, it could have committed or not, and
+        # the log would say `accepted` with no outcome.
+        with anyio.CancelScope(shield=True):
+            try:
+                outcome = await served.database.write(classification, approved_rows)
+            except SafeDBError as exc:
+                return await _failure_result(exc, audit)
+            result = write_result(classification, outcome, self.text_rows)
+            try:
+                await audit.record(AuditDecision.EXECUTED, rows_affected=outcome.rows_affected, error=None)
+            except AuditWriteFailed:
+                logger.exception("The statement ran but its execution could not be recorded in the audit log")
         return result
 
     async def list_tables(self, target: TargetArgument = None) -> CallToolResult:
@@ -243,6 +248,13 @@ class SafeDBTools:
             closing += f" Type the target name ({served.name}) to confirm."
         lines.append(closing)
         return Prompt("\n".join(lines), impact.rows_affected)
+
+
+async def _failure_result(exc: SafeDBError, audit: CallAudit) -> CallToolResult:
+    """Record a statement that failed (the database raised an error) or was refused, and say so."""
+    status = "failed" if isinstance(exc, QueryFailed) else "refused"
+    await audit.record(AuditDecision.FAILED if status == "failed" else AuditDecision.REFUSED, error=str(exc))
+    return error_result(str(exc), status=status)
 
 
 def _decision_result(decision: Decision) -> CallToolResult:
