@@ -112,8 +112,10 @@ class SafeDBTools:
             await audit.record(AuditDecision.BLOCKED, error=refusal)
             return error_result(refusal)
         if not served.needs_approval(classification):
-            await audit.record_answer(AuditDecision.ACCEPTED, justification=NO_APPROVAL_NEEDED)
-            return await self._run(served, classification, audit)
+            with anyio.CancelScope(shield=True):  # see `_run`
+                await audit.record_answer(AuditDecision.ACCEPTED, justification=NO_APPROVAL_NEEDED)
+                result = await self._run(served, classification, audit)
+            return result
         try:
             reply = await self._ask(ctx, served, classification, audit)
         except anyio.get_cancelled_exc_class():
@@ -124,15 +126,18 @@ class SafeDBTools:
         audit.request_id = reply.request_id
         decision = decide(reply.answer, reply.verification, served.rules)
         answered = reply.verification
-        await audit.record_answer(
-            decision_for_verdict(decision.verdict),
-            justification=answered.justification if answered else None,
-            environment=answered.environment if answered else None,
-            error=None if decision.approved else decision.reason,
-        )
-        if not decision.approved:
-            return _decision_result(decision)
-        return await self._run(served, classification, audit, reply.rows_shown)
+        with anyio.CancelScope(shield=True):  # see `_run`
+            await audit.record_answer(
+                decision_for_verdict(decision.verdict),
+                justification=answered.justification if answered else None,
+                environment=answered.environment if answered else None,
+                error=None if decision.approved else decision.reason,
+            )
+            if decision.approved:
+                result = await self._run(served, classification, audit, reply.rows_shown)
+            else:
+                result = _decision_result(decision)
+        return result
 
     async def _ask(
         self, ctx: Context[Any, Any], served: ServedTarget, classification: Classification, audit: CallAudit
@@ -167,19 +172,22 @@ class SafeDBTools:
     async def _run(
         self, served: ServedTarget, classification: Classification, audit: CallAudit, approved_rows: int | None = None
     ) -> CallToolResult:
-        # Shielded: a call cancelled now (the client gave up on it) lets the approved statement end (it is bounded
-        # by the statement time limit) and records how it ended. Interrupted, it could have committed or not, and
-        # the log would say `accepted` with no outcome.
-        with anyio.CancelScope(shield=True):
-            try:
-                outcome = await served.database.write(classification, approved_rows)
-            except SafeDBError as exc:
-                return await _failure_result(exc, audit)
-            result = write_result(classification, outcome, self.text_rows)
-            try:
-                await audit.record(AuditDecision.EXECUTED, rows_affected=outcome.rows_affected, error=None)
-            except AuditWriteFailed:
-                logger.exception("The statement ran but its execution could not be recorded in the audit log")
+        """Run an approved statement and record how it ended.
+
+        Callers shield the answer's record and this run from cancellation: a call cancelled once the answer is in
+        (the client gave up on it) still records the answer, lets the approved statement end (within the statement
+        time limit) and records its outcome. Interrupted, the statement could have committed or not, and the log
+        would say `accepted` with no outcome.
+        """
+        try:
+            outcome = await served.database.write(classification, approved_rows)
+        except SafeDBError as exc:
+            return await _failure_result(exc, audit)
+        result = write_result(classification, outcome, self.text_rows)
+        try:
+            await audit.record(AuditDecision.EXECUTED, rows_affected=outcome.rows_affected, error=None)
+        except AuditWriteFailed:
+            logger.exception("The statement ran but its execution could not be recorded in the audit log")
         return result
 
     async def list_tables(self, target: TargetArgument = None) -> CallToolResult:
