@@ -96,3 +96,22 @@ def test_a_record_edited_to_hold_a_blob_is_named_as_edited(audit_path: Path, col
     assert result.returncode == 1, result.stdout + result.stderr
     assert result.stdout.startswith("Audit log NOT intact: record 3 was edited"), result.stdout
     assert "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize("suffix", ["", "-wal", "-shm", "-link"])
+def test_export_never_writes_over_the_log_itself(audit_path: Path, suffix: str) -> None:
+    """`export -o` opened its output for writing before anything else: given the log's own file (a slip of the
+    keyboard, or a link to it), it emptied the log and then failed with "not a SafeDB audit log" (exit 2)."""
+    records = fill(audit_path, 3)
+    output = audit_path.with_name(audit_path.name + suffix)
+    if suffix == "-link":
+        output.symlink_to(audit_path.name)
+    elif not output.exists():
+        output.touch()
+    result = run_audit("export", "--audit-db", str(audit_path), "-o", str(output))
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert "is the audit log" in result.stderr
+    assert "Traceback" not in result.stderr
+    verified = run_audit("verify", "--audit-db", str(audit_path))
+    assert verified.returncode == 0, verified.stdout + verified.stderr
+    assert verified.stdout == f"Audit log intact: 3 records; last record 3, hash {records[-1].hash}.\n"

@@ -20,7 +20,7 @@ import click
 from safedb.approval.display import visible_statement
 from safedb.audit.events import AuditDecision
 from safedb.audit.export import write_jsonl
-from safedb.audit.open import open_audit_store
+from safedb.audit.open import is_postgres_url, open_audit_store
 from safedb.audit.records import AuditRecord, parse_time
 from safedb.audit.sqlite_store import default_audit_path
 from safedb.audit.store import AuditQuery, AuditStore
@@ -208,6 +208,9 @@ def export_records(
 ) -> None:
     """Export audit records, oldest first, with their hashes."""
     query = _query(target, decisions, request_id, since, until)
+    location = audit_db or default_audit_path()
+    if output is not None and _is_the_log(output, location):
+        raise AuditUnavailable(f"{output} is the audit log (or one of its files): export writes over its output.")
     with _opened(audit_db) as store:
         if output is None:
             with _pipe_safe():
@@ -220,6 +223,21 @@ def export_records(
         except OSError as exc:
             raise AuditUnavailable(f"Cannot write {output}: {exc.strerror}") from None
         click.echo(f"Exported {count} record{'' if count == 1 else 's'} to {output}.", err=True)
+
+
+def _is_the_log(output: Path, location: str | Path) -> bool:
+    """Whether `output` is the SQLite audit log's file, or its WAL, shared-memory or journal file (by any name
+    or link), which writing the export over would destroy."""
+    if is_postgres_url(location):
+        return False
+    log = Path(location)
+    for part in (log, *(log.with_name(log.name + suffix) for suffix in ("-wal", "-shm", "-journal"))):
+        try:
+            if output.resolve() == part.resolve() or (output.exists() and part.exists() and output.samefile(part)):
+                return True
+        except OSError:  # a name that cannot be resolved names no file of the log
+            continue
+    return False
 
 
 def _table(records: list[AuditRecord]) -> Iterator[str]:
