@@ -23,7 +23,7 @@ from typing import Any
 import anyio
 import pytest
 from mcp.client.client import Client
-from mcp_types import CallToolResult, ElicitRequestURLParams, ElicitResult, InputRequiredResult
+from mcp_types import CallToolResult, ElicitRequestURLParams, ElicitResult, Implementation, InputRequiredResult
 from playwright.async_api import async_playwright
 
 from safedb.audit import AuditQuery, SqliteAuditStore
@@ -99,11 +99,14 @@ class UrlResponder:
 
 
 @asynccontextmanager
-async def waiting_call(url: str, mode: str) -> AsyncIterator[tuple[UrlResponder, list[CallToolResult]]]:
+async def waiting_call(
+    url: str, mode: str, client_info: Implementation | None = None
+) -> AsyncIterator[tuple[UrlResponder, list[CallToolResult]]]:
     """Start execute_query in the background; yield once the approval link has arrived."""
     responder = UrlResponder()
     results: list[CallToolResult] = []
-    async with Client(url, mode=mode, elicitation_callback=responder) as client, anyio.create_task_group() as group:
+    client = Client(url, mode=mode, elicitation_callback=responder, client_info=client_info)
+    async with client, anyio.create_task_group() as group:
 
         async def call() -> None:
             results.append(await client.call_tool("execute_query", {"query": QUERY, "target": "prod"}))

@@ -18,6 +18,7 @@ from pathlib import Path
 import anyio
 import pytest
 from mcp.client.client import Client
+from mcp_types import Implementation
 
 from safedb.db.demo import ensure_demo_database
 from safedb.web.passwords import hash_password
@@ -207,3 +208,30 @@ async def test_password_guesses_do_not_hold_up_the_mcp_server(tmp_path: Path) ->
             attack = time.perf_counter() - started
     assert finished == [401] * 24
     assert slowest < 0.5, f"a read waited {slowest:.2f} s while 24 guesses took {attack:.2f} s"
+
+
+async def test_the_client_name_on_the_page_hides_and_reorders_nothing(tmp_path: Path) -> None:
+    """The client names itself (clientInfo). With a right-to-left override in its name, the page's "Requested by"
+    (and the pending list) showed the rest of the line reversed, its session id included; a run of line breaks or
+    blanks pushed the session id out of sight. The name is shown as the statement is: `⟨U+202E⟩`."""
+    name = Implementation(name="ops-console\u202e" + "\n" * 40 + "x", version="1.0")
+    with serving(tmp_path, ("alice",)) as (server, database, _):
+        async with waiting_call(server.url, "legacy", client_info=name) as (responder, _results):
+            link = responder.urls[0]
+            request = urllib.request.Request(link, headers={"Authorization": basic("alice")})
+            with urllib.request.urlopen(request, timeout=10) as response:
+                page = response.read().decode()
+            listing = urllib.request.Request(
+                server.url.removesuffix("/mcp") + "/approvals", headers={"Authorization": basic("alice")}
+            )
+            with urllib.request.urlopen(listing, timeout=10) as response:
+                pending = response.read().decode()
+            fields = {"t": link_token(link), "csrf": csrf_of(link, basic("alice")), "decision": "reject"}
+            assert post(link, fields, {"Authorization": basic("alice")}) == 200
+    caller = re.search(r"<dd id=caller>(.*?)</dd>", page, re.S)
+    assert caller is not None
+    assert caller.group(1).startswith("ops-console⟨U+202E⟩\n⟨40 line breaks⟩\nx 1.0 (session ")
+    assert "\u202e" not in page
+    assert "\u202e" not in pending
+    assert "ops-console⟨U+202E⟩" in pending
+    assert rows(database, "SELECT count(*) FROM invoices WHERE status = 'void'") == [(1,)]

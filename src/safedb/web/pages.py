@@ -58,7 +58,7 @@ def approval_page(approval: WebApproval, csrf: str, min_justification: int) -> s
 <dt>What it does</dt><dd><ul>{changes}</ul></dd>
 <dt>Impact</dt><dd><ul id=impact>{impact}</ul></dd>
 <dt>Target</dt><dd>{escape(approval.target)} ({escape(approval.environment)})</dd>
-<dt>Requested by</dt><dd id=caller>{escape(approval.caller)}</dd>
+<dt>Requested by</dt><dd id=caller>{escape(visible_statement(approval.caller))}</dd>
 <dt>Requested at</dt><dd>{escape(_time(approval.created))} (expires {escape(_time(approval.expires))})</dd>
 </dl>
 <form method=post>
@@ -78,7 +78,7 @@ def pending_page(approvals: list[WebApproval]) -> str:
     rows = "".join(
         f"<tr><td>{escape(a.target)}</td><td>{escape(a.classification.summary())}</td>"
         f"<td><code>{escape(_shorten(visible_statement(a.classification.statement)))}</code></td>"
-        f"<td>{escape(a.caller)}</td>"
+        f"<td>{escape(visible_statement(a.caller))}</td>"
         f"<td>{escape(_time(a.created))}</td>"
         f"<td><a href='/approvals/{escape(a.id)}?t={escape(a.link_token)}'>review</a></td></tr>"
         for a in approvals
