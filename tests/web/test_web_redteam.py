@@ -235,3 +235,25 @@ async def test_the_client_name_on_the_page_hides_and_reorders_nothing(tmp_path: 
     assert "\u202e" not in pending
     assert "ops-console⟨U+202E⟩" in pending
     assert rows(database, "SELECT count(*) FROM invoices WHERE status = 'void'") == [(1,)]
+
+
+async def test_the_pending_list_links_through_the_public_address(tmp_path: Path) -> None:
+    """With `public_url` under a path (a proxy serving SafeDB at /safedb/), the pending list's review links were
+    absolute paths (`/approvals/...`), which leave the prefix out: the browser went to the proxy's own
+    /approvals. They now resolve, from the list, to the same link the client was given."""
+    public = "https://approvals.example/safedb"
+    with serving(tmp_path, ("alice",), f'public_url = "{public}/"') as (server, _, _):
+        async with waiting_call(server.url, "legacy") as (responder, _results):
+            link = responder.urls[0]
+            listing = urllib.request.Request(
+                server.url.removesuffix("/mcp") + "/approvals", headers={"Authorization": basic("alice")}
+            )
+            with urllib.request.urlopen(listing, timeout=10) as response:
+                pending = response.read().decode()
+            direct = link.replace(public, server.url.removesuffix("/mcp"))  # as the proxy forwards it
+            fields = {"t": link_token(link), "csrf": csrf_of(direct, basic("alice")), "decision": "reject"}
+            assert post(direct, fields, {"Authorization": basic("alice")}) == 200
+    review = re.search(r"<a href='([^']+)'>review</a>", pending)
+    assert review is not None
+    assert link.startswith(f"{public}/approvals/")
+    assert urllib.parse.urljoin(f"{public}/approvals", html.unescape(review.group(1))) == link

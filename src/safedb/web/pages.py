@@ -80,7 +80,8 @@ def pending_page(approvals: list[WebApproval]) -> str:
         f"<td><code>{escape(_shorten(visible_statement(a.classification.statement)))}</code></td>"
         f"<td>{escape(visible_statement(a.caller))}</td>"
         f"<td>{escape(_time(a.created))}</td>"
-        f"<td><a href='/approvals/{escape(a.id)}?t={escape(a.link_token)}'>review</a></td></tr>"
+        # Relative to this list (…/approvals), so that a proxy's path prefix (public_url) stays in the link.
+        f"<td><a href='approvals/{escape(a.id)}?t={escape(a.link_token)}'>review</a></td></tr>"
         for a in approvals
     )
     table = (
