@@ -36,7 +36,11 @@ def basic(name: str, password: str = PASSWORD) -> str:
 
 @contextmanager
 def serving(
-    tmp_path: Path, approvers: tuple[str, ...], server_extra: str = "", iterations: int = 1000
+    tmp_path: Path,
+    approvers: tuple[str, ...],
+    server_extra: str = "",
+    iterations: int = 1000,
+    approval_timeout: str = "60",
 ) -> Iterator[tuple[ServerProcess, Path, Path]]:
     """SafeDB with one production target approved on the web page by `approvers` (all with PASSWORD)."""
     database = ensure_demo_database(tmp_path / "prod")
@@ -57,7 +61,7 @@ environment = "production"
 
 [targets.prod.policy]
 channel = "web"
-approval_timeout = 60
+approval_timeout = {approval_timeout}
 """,
         encoding="utf-8",
     )
@@ -257,3 +261,20 @@ async def test_the_pending_list_links_through_the_public_address(tmp_path: Path)
     assert review is not None
     assert link.startswith(f"{public}/approvals/")
     assert urllib.parse.urljoin(f"{public}/approvals", html.unescape(review.group(1))) == link
+
+
+async def test_an_approval_that_expires_past_the_calendar_still_shows(tmp_path: Path) -> None:
+    """`approval_timeout = 1e300` (never, in effect) is a valid setting; the page printed the expiry with
+    `time.gmtime`, which raised OverflowError: every approval page was a 500."""
+    with serving(tmp_path, ("alice",), approval_timeout="1e300") as (server, database, _):
+        async with waiting_call(server.url, "legacy") as (responder, _results):
+            link = responder.urls[0]
+            with urllib.request.urlopen(
+                urllib.request.Request(link, headers={"Authorization": basic("alice")}), timeout=10
+            ) as response:
+                page = response.read().decode()
+            fields = {"t": link_token(link), "csrf": csrf_of(link, basic("alice")), "decision": "reject"}
+            assert post(link, fields, {"Authorization": basic("alice")}) == 200
+        assert not any("Traceback" in line for line in server.log), "".join(server.log)
+    assert "(expires never)" in page
+    assert rows(database, "SELECT count(*) FROM invoices WHERE status = 'void'") == [(1,)]

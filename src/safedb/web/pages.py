@@ -96,7 +96,10 @@ def message_page(title: str, text: str) -> str:
 
 
 def _time(moment: float) -> str:
-    return time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(moment))
+    try:
+        return time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(moment))
+    except (OverflowError, OSError, ValueError):  # past what the calendar holds (approval_timeout = 1e300)
+        return "never"
 
 
 def _shorten(sql: str, limit: int = 80) -> str:
