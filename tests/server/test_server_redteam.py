@@ -11,11 +11,13 @@ from typing import Any
 import anyio
 import pytest
 from mcp.client.client import Client
+from mcp.client.stdio import StdioServerParameters
 from mcp_types import ElicitResult
 
-from safedb.audit import AuditQuery
+from safedb.audit import AuditQuery, SqliteAuditStore
 from safedb.db.backend import QueryLimits
 from safedb.db.demo import ensure_demo_database
+from safedb.web.passwords import hash_password
 from tests.helpers import Responder, in_process_server, rows
 
 pytestmark = pytest.mark.anyio
@@ -72,3 +74,46 @@ def test_an_approval_timeout_that_is_no_number_of_seconds_is_a_clean_error(tmp_p
     assert result.returncode != 0
     assert "Traceback" not in result.stderr, result.stderr
     assert "approval timeout" in result.stderr.lower(), result.stderr
+
+
+async def test_over_stdio_a_target_approved_on_the_web_page_refuses_changes_plainly(tmp_path: Path) -> None:
+    """The approval page is served on SafeDB's HTTP server, which a stdio server does not run: the question went out
+    with a link to http://127.0.0.1/approvals/... (port 80, where nothing listens), and a person who opened it found
+    nothing, while the call waited for the whole approval timeout. Changes are refused at once, saying why."""
+    database = ensure_demo_database(tmp_path / "prod")
+    config = tmp_path / "safedb.toml"
+    hashed = hash_password("a long approver password", iterations=1000)
+    config.write_text(
+        f"""
+[server]
+audit_db = "audit.db"
+approvers = [{{ name = "alice", password_hash = "{hashed}" }}]
+
+[targets.prod]
+database = "prod/demo.db"
+environment = "production"
+
+[targets.prod.policy]
+channel = "web"
+""",
+        encoding="utf-8",
+    )
+    asked = Responder(action="accept", content=None)
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "safedb", "serve", "--config", str(config), "--transport", "stdio"],
+        env={**os.environ, "SAFEDB_DATA_DIR": str(tmp_path / "home")},
+    )
+    async with Client(params, mode="legacy", elicitation_callback=asked) as client:
+        with anyio.fail_after(30):
+            read = await client.call_tool("execute_query", {"query": "SELECT count(*) FROM invoices"})
+            change = await client.call_tool("execute_query", {"query": "DELETE FROM invoices WHERE id = 7"})
+    assert not read.is_error
+    assert change.is_error
+    assert change.structured_content is not None
+    assert change.structured_content["status"] == "refused"
+    assert "HTTP" in change.structured_content["message"]
+    assert asked.asked == []
+    assert rows(database, "SELECT count(*) FROM invoices WHERE id = 7") == [(1,)]
+    with SqliteAuditStore.open(tmp_path / "audit.db", readonly=True) as audit:
+        assert [str(record.decision) for record in audit.records(AuditQuery())] == ["refused"]

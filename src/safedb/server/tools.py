@@ -21,7 +21,12 @@ from safedb.server.auditing import CallAudit, describe_caller
 from safedb.server.elicitation import ApprovalChannel, Prompt, Question, Reply, client_can_elicit
 from safedb.server.rendering import error_result, format_table, rows_result, text_result, write_result
 from safedb.server.targets import ServedTarget, ServedTargets, UnknownTarget
-from safedb.server.web_channel import WebApprovalChannel, WebQuestion, client_can_open_urls
+from safedb.server.web_channel import (
+    WebApprovalChannel,
+    WebQuestion,
+    approval_page_served,
+    client_can_open_urls,
+)
 from safedb.settings import Channel
 from safedb.sql.classification import Classification
 
@@ -39,6 +44,12 @@ NO_APPROVAL_NEEDED = "not asked: the target's policy runs this kind of change wi
 NEEDS_URL_ELICITATION = (
     "Changes to this target are approved on SafeDB's approval page, which the client must be able to open "
     "(URL-mode elicitation). This client did not declare that capability, so nothing was run."
+)
+
+NO_APPROVAL_PAGE = (
+    "Changes to this target are approved on SafeDB's approval page, which SafeDB serves only over HTTP; this server "
+    "speaks MCP over stdio, so nothing was run. Serve this target over HTTP (safedb serve without --transport "
+    "stdio) to approve changes; read-only queries work here."
 )
 
 _FAILED_VERDICTS = frozenset({Verdict.BLOCKED, Verdict.INVALID, Verdict.TIMED_OUT})
@@ -145,6 +156,9 @@ class SafeDBTools:
         """Put the question through the target's channel: the form at the client, or the approval page."""
         policy = served.target.policy
         if policy.channel is Channel.WEB:
+            if not approval_page_served(ctx):
+                await audit.record(AuditDecision.REFUSED, error=NO_APPROVAL_PAGE)
+                return error_result(NO_APPROVAL_PAGE)
             if not client_can_open_urls(ctx):
                 await audit.record(AuditDecision.REFUSED, error=NEEDS_URL_ELICITATION)
                 return error_result(NEEDS_URL_ELICITATION)

@@ -42,6 +42,11 @@ class WebQuestion:
     min_justification: int
 
 
+def approval_page_served(ctx: Context[Any, Any]) -> bool:
+    """Whether this call came over HTTP, where SafeDB serves the approval page; over stdio no page is served."""
+    return getattr(ctx.request_context.request, "url", None) is not None
+
+
 def client_can_open_urls(ctx: Context[Any, Any]) -> bool:
     capabilities = ctx.client_capabilities
     elicitation = capabilities.elicitation if capabilities is not None else None
