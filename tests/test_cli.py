@@ -51,6 +51,17 @@ def test_help(args: list[str]) -> None:
     assert "Usage: safedb" in result.stdout
 
 
+@pytest.mark.parametrize("option", ["--approval-timeout", "--statement-timeout"])
+@pytest.mark.parametrize("value", ["inf", "nan", "1e999"])
+def test_a_time_limit_must_be_a_finite_number_of_seconds(demo_db: Path, option: str, value: str) -> None:
+    """`inf` and `nan` parse as floats and `nan` passes any range: a server started with `--statement-timeout nan`
+    served with no time limit, and one with `--approval-timeout inf` died at start with a traceback."""
+    result = run_safedb("serve", "--database", str(demo_db), "--port", "0", option, value)
+    assert result.returncode == 2
+    assert f"Invalid value for '{option}': '{value}' is not a number of seconds." in result.stderr
+    assert "Traceback" not in result.stderr
+
+
 def test_short_request_state_key(demo_db: Path) -> None:
     result = run_safedb("serve", "--database", str(demo_db), "--request-state-key", "too-short")
     assert result.returncode == 2

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import math
 import sys
 from pathlib import Path
 from typing import Any, ClassVar
@@ -19,6 +20,18 @@ from safedb.web.passwords import hash_password
 logger = logging.getLogger("safedb")
 
 MIN_STATE_KEY_BYTES = 32
+
+
+class Seconds(click.FloatRange):
+    """A finite number of seconds within a range: `inf` and `nan` parse as floats, and `nan` passes any range."""
+
+    name = "seconds"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        seconds = super().convert(value, param, ctx)
+        if not math.isfinite(seconds):
+            self.fail(f"{value!r} is not a number of seconds.", param, ctx)
+        return seconds
 
 
 def _configure_logging(level: str) -> None:
@@ -87,11 +100,11 @@ def main() -> None:
     envvar="SAFEDB_MAX_RESULT_BYTES", help="About how many bytes of values one query returns.",
 )  # fmt: skip
 @click.option(
-    "--statement-timeout", type=click.FloatRange(min=0.1), default=30.0, show_default=True,
+    "--statement-timeout", type=Seconds(min=0.1), default=30.0, show_default=True,
     envvar="SAFEDB_STATEMENT_TIMEOUT", help="Seconds a statement may run before it is stopped.",
 )  # fmt: skip
 @click.option(
-    "--approval-timeout", type=click.FloatRange(min=1), default=600.0, show_default=True,
+    "--approval-timeout", type=Seconds(min=1), default=600.0, show_default=True,
     envvar="SAFEDB_APPROVAL_TIMEOUT",
     help="Seconds to wait for a person to answer; unanswered questions count as cancelled and nothing runs.",
 )  # fmt: skip

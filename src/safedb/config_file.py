@@ -31,7 +31,8 @@ CATEGORY_NAMES: dict[str, ChangeCategory] = {
     "unknown": ChangeCategory.UNKNOWN,
 }
 
-_STRICT = ConfigDict(extra="forbid", strict=True, frozen=True)
+# No `inf` or `nan` (TOML has both): every number of the file is a count, a size or seconds.
+_STRICT = ConfigDict(extra="forbid", strict=True, frozen=True, allow_inf_nan=False)
 
 
 class PolicySection(BaseModel):

@@ -89,6 +89,11 @@ def test_full_file(tmp_path: Path) -> None:
         ("[targets.a.policy]\nask = ['data', 'everything']\n", "targets.a.policy.ask.1: Input should be"),
         ("[targets.a]\nenvironment = 'prod'\n", "targets.a.environment: Input should be"),
         ("[limits]\nstatement_timeout = -1\n[targets.a]\n", "limits.statement_timeout: Input should be greater than 0"),
+        (
+            "[limits]\nstatement_timeout = nan\n[targets.a]\n",
+            "limits.statement_timeout: Input should be a finite number",
+        ),
+        ("[targets.a.policy]\napproval_timeout = inf\n", "targets.a.policy.approval_timeout: Input should be a finite"),
         ("[server]\n", "targets: Field required"),
         ("[targets]\n", "targets: Dictionary should have at least 1 item"),
         ("[serve]\n[targets.a]\n", "serve: Extra inputs are not permitted"),

@@ -5,7 +5,6 @@ from __future__ import annotations
 import gc
 import inspect
 import logging
-import math
 import socket
 from collections.abc import Mapping
 
@@ -18,7 +17,6 @@ from safedb import __version__
 from safedb.approval.board import ApprovalBoard
 from safedb.audit import AuditStore
 from safedb.db.backend import Database
-from safedb.errors import ConfigurationError
 from safedb.server.elicitation import ApprovalChannel
 from safedb.server.targets import ServedTarget, ServedTargets
 from safedb.server.tools import SafeDBTools
@@ -48,10 +46,6 @@ def build_server(settings: Settings, databases: Mapping[str, Database], audit: A
     # can finish each other's rounds; without keys, a key of this process's own. It outlives the approval
     # timeout a little, so that a late answer reaches SafeDB and is recorded as timed out.
     ttl = max(t.policy.approval_timeout for t in settings.targets) + _LATE_ANSWER_GRACE
-    if not math.isfinite(ttl):
-        raise ConfigurationError(
-            "The approval timeout must be a number of seconds (not inf or nan): a question waits that long at most."
-        )
     security = (
         RequestStateSecurity(keys=list(settings.request_state_keys), ttl=ttl)
         if settings.request_state_keys
