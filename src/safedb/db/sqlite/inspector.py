@@ -100,6 +100,8 @@ def inspect_statement(connection: sqlite3.Connection, sql: str, schema: SchemaFa
         return sqlite3.SQLITE_OK
 
     connection.set_authorizer(record)
+    # The program lists the statement's constants as text (P4), and a BLOB literal's bytes need not be UTF-8.
+    connection.text_factory = _lenient_text
     try:
         cursor = connection.execute(sql if explain_only else f"EXPLAIN {sql}")
         program = [] if explain_only else [Instruction(str(row[1]), int(row[3]), int(row[4])) for row in cursor]
@@ -113,6 +115,8 @@ def inspect_statement(connection: sqlite3.Connection, sql: str, schema: SchemaFa
         raise InvalidStatement(f"SQLite cannot run this statement: {exc}") from exc
     except ValueError as exc:  # e.g. a NUL character in the text
         raise InvalidStatement(f"SQLite cannot run this statement: {exc}") from exc
+    finally:
+        connection.text_factory = str
     shape = statement_shape(sql, "sqlite")
     classification = classify_events(
         sql, events, writes_in_program(program), shape, explain_only=explain_only, shadow_tables=schema.shadow_tables
@@ -121,6 +125,10 @@ def inspect_statement(connection: sqlite3.Connection, sql: str, schema: SchemaFa
         if change.kind is ChangeKind.CREATE and change.target.type is ObjectType.VIRTUAL_TABLE:
             _refuse_taking_over_tables(connection, change.target)
     return classification
+
+
+def _lenient_text(data: bytes) -> str:
+    return data.decode("utf-8", "replace")
 
 
 # The names the FTS3/4, FTS5 and R-Tree modules give their shadow tables: `<virtual table>_<suffix>`.
