@@ -41,6 +41,10 @@ MAX_VALUE_BYTES = 64 * 1024 * 1024
 # needs more (wide rows of large values) fails instead of exhausting the machine's memory.
 MAX_SQLITE_HEAP_BYTES = 512 * 1024 * 1024
 
+# Python's sqlite3 raises MemoryError, not an sqlite3.Error, when SQLite runs out of memory (past
+# MAX_SQLITE_HEAP_BYTES, for instance): what SafeDB reports for it.
+OUT_OF_MEMORY = "out of memory"
+
 _ALWAYS_REFUSED_ON_READERS = frozenset(
     {Action.ATTACH, Action.DETACH, Action.TRANSACTION, Action.SAVEPOINT, Action.PRAGMA, Action.FUNCTION}
 )
@@ -116,6 +120,8 @@ class GuardedConnection:
                 if str(exc) == "interrupted":
                     raise QueryTimeout(seconds) from exc
                 raise QueryFailed(f"The database reported an error: {exc}") from exc
+            except MemoryError as exc:
+                raise QueryFailed(f"The database reported an error: {OUT_OF_MEMORY}") from exc
             finally:
                 with self._holder_lock:
                     self._holder = None

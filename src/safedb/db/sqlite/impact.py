@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 from safedb import wording
 from safedb.db.backend import Impact
-from safedb.db.sqlite.connections import quote_identifier, roll_back, was_stopped
+from safedb.db.sqlite.connections import OUT_OF_MEMORY, quote_identifier, roll_back, was_stopped
 from safedb.sql.classification import ChangeCategory, ChangeKind, Classification, ObjectType
 from safedb.sql.structure import says_replace
 
@@ -63,6 +63,8 @@ def _dry_run(
         if was_stopped(exc):
             raise
         return Impact(lines=(f"Impact preview: the dry run did not finish (SQLite reported: {exc}).",))
+    except MemoryError:
+        return Impact(lines=(f"Impact preview: the dry run did not finish (SQLite reported: {OUT_OF_MEMORY}).",))
     finally:
         connection.set_authorizer(None)
         roll_back(connection)
