@@ -4,10 +4,15 @@
   classify: SQLite lists the literal as text in the compiled program, which Python could not decode.
 - SQLite past its memory limit makes Python's sqlite3 raise MemoryError, not an sqlite3.Error: the call
   ended in a traceback ("Error executing tool execute_query"), and a dry run did not say why it stopped.
+- `PRAGMA journal_mode = OFF` could be approved. It held on the one writer connection it ran on, and every
+  later dry run there (the worker thread's) could no longer be rolled back: a declined UPDATE of 15,000 rows
+  left some 7,000 of them changed in the file.
 """
 
 from __future__ import annotations
 
+import hashlib
+import sqlite3
 from pathlib import Path
 
 import pytest
@@ -15,7 +20,7 @@ from mcp.client.client import Client
 
 from safedb.db.backend import QueryLimits
 from safedb.db.sqlite.backend import SqliteDatabase
-from safedb.errors import QueryFailed
+from safedb.errors import DeniedByPolicy, QueryFailed
 from safedb.sql.classification import ChangeKind
 from tests.helpers import Responder, in_process_server, rows
 
@@ -68,3 +73,45 @@ async def test_running_out_of_memory_reaches_the_client_as_an_error_result(datab
         result = await client.call_tool("execute_query", {"query": f"SELECT {_TEN_LARGE_VALUES}"})
     assert result.is_error
     assert "out of memory" in result.content[0].text  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize(
+    "statement",
+    [
+        "PRAGMA journal_mode = OFF",
+        "PRAGMA main.journal_mode('Of')",
+        "PRAGMA journal_mode = o",
+        "EXPLAIN PRAGMA journal_mode=off",
+    ],
+)
+async def test_turning_the_journal_off_is_refused(database_file: Path, statement: str) -> None:
+    database = SqliteDatabase(database_file, QueryLimits())
+    try:
+        with pytest.raises(DeniedByPolicy, match="journal_mode = OFF is not allowed"):
+            await database.classify(statement)
+        # Other modes, and values SQLite takes for no mode (a query), are asked about or read as before.
+        assert (await database.classify("PRAGMA journal_mode = persist")).kinds == (ChangeKind.PRAGMA,)
+        assert (await database.classify("PRAGMA journal_mode = 'offline'")).kinds == (ChangeKind.PRAGMA,)
+        assert (await database.classify("PRAGMA journal_mode")).read_only
+    finally:
+        await database.aclose()
+
+
+async def test_a_declined_change_leaves_the_file_as_it_was_after_a_journal_mode_request(tmp_path: Path) -> None:
+    path = tmp_path / "big.db"
+    connection = sqlite3.connect(path)
+    connection.execute("CREATE TABLE big (id INTEGER PRIMARY KEY, x TEXT)")
+    # More than SQLite's page cache holds (2 MB), so that the dry run's changes reach the file before it ends.
+    connection.executemany("INSERT INTO big (x) VALUES (?)", [("v" * 200,) for _ in range(15_000)])
+    connection.commit()
+    connection.close()
+    responder = Responder()
+    async with in_process_server(path) as (server, _), Client(server, elicitation_callback=responder) as client:
+        await client.call_tool("execute_query", {"query": "PRAGMA journal_mode = OFF"})
+        before = hashlib.sha256(path.read_bytes()).digest()
+        responder.action = "decline"
+        # printf keeps the dry run off the event loop, on the writer the pragma ran on.
+        result = await client.call_tool("execute_query", {"query": "UPDATE big SET x = printf('%s', 'changed')"})
+        assert "declined" in result.content[0].text.lower()  # type: ignore[union-attr]
+        assert hashlib.sha256(path.read_bytes()).digest() == before
+    assert rows(path, "SELECT count(*) FROM big WHERE x = 'changed'") == [(0,)]

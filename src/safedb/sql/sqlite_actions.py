@@ -94,6 +94,9 @@ _SETTING_PRAGMAS = frozenset(
     }
 )  # fmt: skip
 
+# SQLite's journal modes, in the order it matches a pragma's value against them (pragma.c).
+_JOURNAL_MODES = ("delete", "persist", "off", "truncate", "memory", "wal")
+
 # Functions that change the process or the database from inside a SELECT.
 _EFFECTFUL_FUNCTIONS = frozenset({"load_extension", "fts3_tokenizer"})
 
@@ -175,6 +178,14 @@ def pragma_only_reads(name: str | None, argument: str | None) -> bool:
     """True when `PRAGMA name[(argument)]` only reports and changes nothing."""
     pragma = (name or "").lower()
     return pragma in _REPORTING_PRAGMAS or (pragma in _SETTING_PRAGMAS and argument is None)
+
+
+def turns_journal_off(name: str | None, argument: str | None) -> bool:
+    """True when `PRAGMA name = argument` sets the journal mode OFF, as SQLite reads the value: the first mode
+    (delete, persist, off, ...) that the value begins, ignoring case, so `o` and `Of` are OFF too."""
+    if (name or "").lower() != "journal_mode" or not argument:
+        return False
+    return next((mode for mode in _JOURNAL_MODES if mode.startswith(argument.lower())), None) == "off"
 
 
 def table_valued_pragma(event: AuthorizerEvent) -> str | None:
@@ -271,7 +282,7 @@ def classify_events(
         TemporaryObject: the statement creates an object in the `temp` schema, which lives on one
             connection only.
         DeniedByPolicy: the statement reads `sqlite_stmt`, which lists what SafeDB's connections have
-            prepared: other clients' statements among them.
+            prepared: other clients' statements among them; or it turns a connection's journal off.
     """
     for event in events:
         if event.code in (Action.TRANSACTION, Action.SAVEPOINT):
@@ -284,6 +295,12 @@ def classify_events(
             raise DeniedByPolicy(
                 "sqlite_stmt lists the statements prepared on SafeDB's connections, which all clients share, "
                 "so it would show other clients' queries; it is not available. Nothing was run."
+            )
+        if event.code == Action.PRAGMA and turns_journal_off(event.arg1, event.arg2):
+            raise DeniedByPolicy(
+                "PRAGMA journal_mode = OFF is not allowed: without a journal SQLite cannot roll back, and every "
+                "dry run, and every approved change that fails or changes another number of rows than shown, "
+                "is rolled back. It would also hold for one of SafeDB's connections only. Nothing was run."
             )
 
     program_writes = bool(write_opcodes)
