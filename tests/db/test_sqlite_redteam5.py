@@ -7,6 +7,10 @@
 - `PRAGMA journal_mode = OFF` could be approved. It held on the one writer connection it ran on, and every
   later dry run there (the worker thread's) could no longer be rolled back: a declined UPDATE of 15,000 rows
   left some 7,000 of them changed in the file.
+- A statement that writes a shadow table itself while it names the virtual table too (`DELETE FROM docs_data
+  WHERE EXISTS (SELECT * FROM docs)`) had its write left out as the module's bookkeeping: it was asked as an
+  unrecognised change of "the statement", or, when a trigger on the shadow table wrote elsewhere, as that
+  trigger's write alone.
 """
 
 from __future__ import annotations
@@ -115,3 +119,46 @@ async def test_a_declined_change_leaves_the_file_as_it_was_after_a_journal_mode_
         assert "declined" in result.content[0].text.lower()  # type: ignore[union-attr]
         assert hashlib.sha256(path.read_bytes()).digest() == before
     assert rows(path, "SELECT count(*) FROM big WHERE x = 'changed'") == [(0,)]
+
+
+@pytest.fixture
+def fts_file(tmp_path: Path) -> Path:
+    """An FTS5 table `docs` of one row, and a trigger on its shadow table `docs_content` that writes `notes`."""
+    path = tmp_path / "fts.db"
+    connection = sqlite3.connect(path)
+    connection.executescript(
+        "CREATE TABLE notes (id INTEGER PRIMARY KEY, body TEXT);"
+        "CREATE VIRTUAL TABLE docs USING fts5(body); INSERT INTO docs VALUES ('hello world');"
+        "CREATE TRIGGER note_it AFTER DELETE ON docs_content BEGIN INSERT INTO notes (body) VALUES ('x'); END;"
+    )
+    connection.commit()
+    connection.close()
+    return path
+
+
+@pytest.mark.parametrize(
+    ("statement", "expected"),
+    [
+        ("DELETE FROM docs_data WHERE EXISTS (SELECT * FROM docs)", {(ChangeKind.DELETE, "docs_data")}),
+        (
+            "DELETE FROM docs_content WHERE id IN (SELECT rowid FROM docs)",
+            {(ChangeKind.DELETE, "docs_content"), (ChangeKind.INSERT, "notes")},
+        ),
+    ],
+)
+async def test_a_shadow_table_written_by_the_statement_itself_is_shown_though_it_names_the_virtual_table(
+    fts_file: Path, statement: str, expected: set[tuple[ChangeKind, str]]
+) -> None:
+    database = SqliteDatabase(fts_file, QueryLimits())
+    try:
+        classification = await database.classify(statement)
+        assert {(change.kind, change.target.name) for change in classification.changes} == expected
+        # Counted like any data change (FTS5 keeps 3 rows in docs_data here), and run as approved.
+        impact = await database.preview(classification)
+        assert impact.rows_affected == (3 if "docs_data" in statement else 2)
+        await database.write(classification, impact.rows_affected)
+        # The module's own reads and writes of its shadow tables are still its bookkeeping.
+        insert = await database.classify("INSERT INTO docs VALUES ('again')")
+        assert {(change.kind, change.target.name) for change in insert.changes} == {(ChangeKind.INSERT, "docs")}
+    finally:
+        await database.aclose()

@@ -264,6 +264,7 @@ def classify_events(
     *,
     explain_only: bool = False,
     shadow_tables: frozenset[str] = frozenset(),
+    written_tables: frozenset[str] = frozenset(),
 ) -> Classification:
     """Combine the engine's events, its compiled program and the parser's shape into one verdict.
 
@@ -272,7 +273,9 @@ def classify_events(
     (`shadow_tables`, from SQLite's catalog) outside any trigger or view, by a statement that names their
     virtual table, are the module's own bookkeeping, reported when it first prepares its statements: they
     are left out. Anything else that names a shadow table (writing its rows directly, dropping, altering
-    or indexing it, a trigger on it) is the statement's own.
+    or indexing it, a trigger on it) is the statement's own, and so are the rows of `written_tables`, the
+    shadow tables the statement's own program writes (`DELETE FROM docs_data WHERE EXISTS (SELECT * FROM
+    docs)` names the virtual table too).
 
     `explain_only` marks a statement that SQLite will only list (`EXPLAIN ...`): its writes are never
     carried out, but pragmas still take effect while compiling.
@@ -308,7 +311,8 @@ def classify_events(
     module_prefixes = tuple(
         f"{event.arg1.lower()}_" for event in events if event.arg1 and event.arg1 not in shadow_tables
     )
-    events = [event for event in events if not _is_module_row_access(event, shadow_tables, module_prefixes)]
+    module_tables = shadow_tables - written_tables
+    events = [event for event in events if not _is_module_row_access(event, module_tables, module_prefixes)]
     changes = [change for event in events if (change := _change_for(event, shape)) is not None]
     if explain_only:
         changes = [change for change in changes if change.kind is ChangeKind.PRAGMA]

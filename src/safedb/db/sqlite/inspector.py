@@ -63,8 +63,8 @@ def schema_facts(connection: sqlite3.Connection) -> SchemaFacts:
 def inspect_statement(connection: sqlite3.Connection, sql: str, schema: SchemaFacts) -> Classification:
     """Classify one statement by compiling it on `connection` (a read-only one) without running it.
 
-    `schema` is what `schema_facts` reads from the database as it is. The recording authorizer stays
-    set on `connection` afterwards; its owner puts the usual one back.
+    `schema` is what `schema_facts` reads from the database as it is. `connection` is left without an
+    authorizer; its owner puts the usual one back.
 
     The statement is compiled as `EXPLAIN <statement>`, which lists the program instead of running
     it. A statement that already starts with EXPLAIN is compiled as it is. Pragmas that would change
@@ -117,14 +117,36 @@ def inspect_statement(connection: sqlite3.Connection, sql: str, schema: SchemaFa
         raise InvalidStatement(f"SQLite cannot run this statement: {exc}") from exc
     finally:
         connection.text_factory = str
+    connection.set_authorizer(None)  # what follows is SafeDB's own reading of the catalog
     shape = statement_shape(sql, "sqlite")
     classification = classify_events(
-        sql, events, writes_in_program(program), shape, explain_only=explain_only, shadow_tables=schema.shadow_tables
+        sql,
+        events,
+        writes_in_program(program),
+        shape,
+        explain_only=explain_only,
+        shadow_tables=schema.shadow_tables,
+        written_tables=_shadow_tables_written(connection, program, schema.shadow_tables),
     )
     for change in classification.changes:
         if change.kind is ChangeKind.CREATE and change.target.type is ObjectType.VIRTUAL_TABLE:
             _refuse_taking_over_tables(connection, change.target)
     return classification
+
+
+def _shadow_tables_written(
+    connection: sqlite3.Connection, program: list[Instruction], shadow_tables: frozenset[str]
+) -> frozenset[str]:
+    """The shadow tables that the statement's own program opens for writing (OpenWrite on their b-tree or an
+    index's, in the main schema): a module writes its shadow tables through statements of its own, never
+    through the program of the statement that uses it."""
+    roots = {p2 for opcode, p2, p3 in program if opcode == "OpenWrite" and p3 == 0}
+    if not roots or not shadow_tables:
+        return frozenset()
+    tables = connection.execute(
+        f"SELECT tbl_name FROM main.sqlite_schema WHERE rootpage IN ({', '.join('?' for _ in roots)})", tuple(roots)
+    )
+    return frozenset(name for (name,) in tables if name in shadow_tables)
 
 
 def _lenient_text(data: bytes) -> str:
