@@ -7,6 +7,9 @@
 - `PRAGMA journal_mode = OFF` could be approved. It held on the one writer connection it ran on, and every
   later dry run there (the worker thread's) could no longer be rolled back: a declined UPDATE of 15,000 rows
   left some 7,000 of them changed in the file.
+- `PRAGMA locking_mode = EXCLUSIVE` could be approved: after the writer's next change it kept its lock on the
+  file, so every read failed ("database is locked"), and so did classifying `PRAGMA locking_mode = NORMAL`,
+  until the server restarted.
 - A statement that writes a shadow table itself while it names the virtual table too (`DELETE FROM docs_data
   WHERE EXISTS (SELECT * FROM docs)`) had its write left out as the module's bookkeeping: it was asked as an
   unrecognised change of "the statement", or, when a trigger on the shadow table wrote elsewhere, as that
@@ -119,6 +122,20 @@ async def test_a_declined_change_leaves_the_file_as_it_was_after_a_journal_mode_
         assert "declined" in result.content[0].text.lower()  # type: ignore[union-attr]
         assert hashlib.sha256(path.read_bytes()).digest() == before
     assert rows(path, "SELECT count(*) FROM big WHERE x = 'changed'") == [(0,)]
+
+
+async def test_an_exclusive_lock_cannot_be_approved_to_lock_out_every_read(database_file: Path) -> None:
+    responder = Responder()
+    async with (
+        in_process_server(database_file) as (server, _),
+        Client(server, elicitation_callback=responder) as client,
+    ):
+        await client.call_tool("execute_query", {"query": "PRAGMA locking_mode = EXCLUSIVE"})
+        # printf keeps the change off the event loop, on the writer the pragma ran on.
+        await client.call_tool("execute_query", {"query": "UPDATE items SET name = printf('%s', 'c') WHERE id = 1"})
+        result = await client.call_tool("execute_query", {"query": "SELECT count(*) FROM items"})
+    assert not result.is_error, result.content[0].text  # type: ignore[union-attr]
+    assert rows(database_file, "SELECT name FROM items WHERE id = 1") == [("c",)]
 
 
 @pytest.fixture

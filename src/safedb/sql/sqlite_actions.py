@@ -180,12 +180,28 @@ def pragma_only_reads(name: str | None, argument: str | None) -> bool:
     return pragma in _REPORTING_PRAGMAS or (pragma in _SETTING_PRAGMAS and argument is None)
 
 
-def turns_journal_off(name: str | None, argument: str | None) -> bool:
-    """True when `PRAGMA name = argument` sets the journal mode OFF, as SQLite reads the value: the first mode
-    (delete, persist, off, ...) that the value begins, ignoring case, so `o` and `Of` are OFF too."""
-    if (name or "").lower() != "journal_mode" or not argument:
-        return False
-    return next((mode for mode in _JOURNAL_MODES if mode.startswith(argument.lower())), None) == "off"
+def _refused_setting(name: str | None, argument: str | None) -> str | None:
+    """Why `PRAGMA name = argument` is refused whatever a person answers, or None. Such a setting holds on the
+    one writer connection it runs on, and breaks what SafeDB relies on there.
+
+    The value is read as SQLite reads it: a journal mode is the first mode (delete, persist, off, ...) that the
+    value begins, ignoring case, so `o` and `Of` are OFF too; a locking mode is named in full."""
+    pragma = (name or "").lower()
+    if pragma == "journal_mode" and argument:
+        mode = next((mode for mode in _JOURNAL_MODES if mode.startswith(argument.lower())), None)
+        if mode == "off":
+            return (
+                "PRAGMA journal_mode = OFF is not allowed: without a journal SQLite cannot roll back, and every "
+                "dry run, and every approved change that fails or changes another number of rows than shown, is "
+                "rolled back."
+            )
+    if pragma == "locking_mode" and (argument or "").lower() == "exclusive":
+        return (
+            "PRAGMA locking_mode = EXCLUSIVE is not allowed: the connection it runs on would keep its lock on the "
+            "database after its next change, locking out every other connection, SafeDB's own included (even the "
+            "statement that would set it back), until the server restarts."
+        )
+    return None
 
 
 def table_valued_pragma(event: AuthorizerEvent) -> str | None:
@@ -285,7 +301,7 @@ def classify_events(
         TemporaryObject: the statement creates an object in the `temp` schema, which lives on one
             connection only.
         DeniedByPolicy: the statement reads `sqlite_stmt`, which lists what SafeDB's connections have
-            prepared: other clients' statements among them; or it turns a connection's journal off.
+            prepared: other clients' statements among them; or it sets a pragma that `_refused_setting` refuses.
     """
     for event in events:
         if event.code in (Action.TRANSACTION, Action.SAVEPOINT):
@@ -299,12 +315,8 @@ def classify_events(
                 "sqlite_stmt lists the statements prepared on SafeDB's connections, which all clients share, "
                 "so it would show other clients' queries; it is not available. Nothing was run."
             )
-        if event.code == Action.PRAGMA and turns_journal_off(event.arg1, event.arg2):
-            raise DeniedByPolicy(
-                "PRAGMA journal_mode = OFF is not allowed: without a journal SQLite cannot roll back, and every "
-                "dry run, and every approved change that fails or changes another number of rows than shown, "
-                "is rolled back. It would also hold for one of SafeDB's connections only. Nothing was run."
-            )
+        if event.code == Action.PRAGMA and (refusal := _refused_setting(event.arg1, event.arg2)) is not None:
+            raise DeniedByPolicy(f"{refusal} Nothing was run.")
 
     program_writes = bool(write_opcodes)
     # Named by the statement outside the shadow tables: the virtual tables whose modules may be at work.
