@@ -10,6 +10,9 @@
 - `PRAGMA locking_mode = EXCLUSIVE` could be approved: after the writer's next change it kept its lock on the
   file, so every read failed ("database is locked"), and so did classifying `PRAGMA locking_mode = NORMAL`,
   until the server restarted.
+- `PRAGMA hard_heap_limit = 100000` could be approved: SQLite's heap limit is the process's, and can only be
+  lowered, so every later statement of the server failed with an out-of-memory traceback, on every database it
+  serves and in its audit log, until it restarted. The other process-wide pragmas are refused with it.
 - A statement that writes a shadow table itself while it names the virtual table too (`DELETE FROM docs_data
   WHERE EXISTS (SELECT * FROM docs)`) had its write left out as the module's bookkeeping: it was asked as an
   unrecognised change of "the statement", or, when a trigger on the shadow table wrote elsewhere, as that
@@ -22,6 +25,7 @@ import hashlib
 import sqlite3
 from pathlib import Path
 
+import anyio
 import pytest
 from mcp.client.client import Client
 
@@ -29,7 +33,7 @@ from safedb.db.backend import QueryLimits
 from safedb.db.sqlite.backend import SqliteDatabase
 from safedb.errors import DeniedByPolicy, QueryFailed
 from safedb.sql.classification import ChangeKind
-from tests.helpers import Responder, in_process_server, rows
+from tests.helpers import Responder, in_process_server, rows, safedb_serve
 
 pytestmark = pytest.mark.anyio
 
@@ -136,6 +140,36 @@ async def test_an_exclusive_lock_cannot_be_approved_to_lock_out_every_read(datab
         result = await client.call_tool("execute_query", {"query": "SELECT count(*) FROM items"})
     assert not result.is_error, result.content[0].text  # type: ignore[union-attr]
     assert rows(database_file, "SELECT name FROM items WHERE id = 1") == [("c",)]
+
+
+@pytest.mark.parametrize(
+    "statement",
+    [
+        "PRAGMA hard_heap_limit = 100000",
+        "PRAGMA soft_heap_limit(1)",
+        "PRAGMA temp_store_directory = '.'",
+        "PRAGMA data_store_directory = '.'",
+    ],
+)
+async def test_a_setting_of_the_whole_process_is_refused(database_file: Path, statement: str) -> None:
+    database = SqliteDatabase(database_file, QueryLimits())
+    try:
+        with pytest.raises(DeniedByPolicy, match="for the whole server process"):
+            await database.classify(statement)
+        assert (await database.classify("PRAGMA hard_heap_limit")).read_only
+    finally:
+        await database.aclose()
+
+
+async def test_a_lowered_heap_limit_cannot_be_approved_to_stop_the_server(database_file: Path) -> None:
+    """Against a server process of its own: approved, the limit held for the whole process it ran in."""
+    with safedb_serve(database_file) as server:
+        for statement in ("PRAGMA hard_heap_limit = 100000", "SELECT count(*) FROM items"):
+            with anyio.fail_after(30):
+                async with Client(server.url, elicitation_callback=Responder()) as client:
+                    result = await client.call_tool("execute_query", {"query": statement})
+    assert not result.is_error, result.content[0].text  # type: ignore[union-attr]
+    assert "2" in result.content[0].text  # type: ignore[union-attr]
 
 
 @pytest.fixture

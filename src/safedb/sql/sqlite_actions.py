@@ -97,6 +97,13 @@ _SETTING_PRAGMAS = frozenset(
 # SQLite's journal modes, in the order it matches a pragma's value against them (pragma.c).
 _JOURNAL_MODES = ("delete", "persist", "off", "truncate", "memory", "wal")
 
+# Pragmas that set something for the whole process, not one connection: every database the server serves and
+# its audit log. A hard heap limit can be lowered but never raised again; SQLite's documentation warns that
+# changing the temporary directory while other connections are open is not safe.
+_PROCESS_WIDE_PRAGMAS = frozenset(
+    {"hard_heap_limit", "soft_heap_limit", "temp_store_directory", "data_store_directory"}
+)
+
 # Functions that change the process or the database from inside a SELECT.
 _EFFECTFUL_FUNCTIONS = frozenset({"load_extension", "fts3_tokenizer"})
 
@@ -181,8 +188,8 @@ def pragma_only_reads(name: str | None, argument: str | None) -> bool:
 
 
 def _refused_setting(name: str | None, argument: str | None) -> str | None:
-    """Why `PRAGMA name = argument` is refused whatever a person answers, or None. Such a setting holds on the
-    one writer connection it runs on, and breaks what SafeDB relies on there.
+    """Why `PRAGMA name = argument` is refused whatever a person answers, or None: a setting that breaks what
+    SafeDB relies on, on the one writer connection it runs on or in the whole server process.
 
     The value is read as SQLite reads it: a journal mode is the first mode (delete, persist, off, ...) that the
     value begins, ignoring case, so `o` and `Of` are OFF too; a locking mode is named in full."""
@@ -195,6 +202,12 @@ def _refused_setting(name: str | None, argument: str | None) -> str | None:
                 "dry run, and every approved change that fails or changes another number of rows than shown, is "
                 "rolled back."
             )
+    if pragma in _PROCESS_WIDE_PRAGMAS and argument is not None:
+        return (
+            f"PRAGMA {pragma} = {argument} is not allowed: it sets SQLite's {pragma.replace('_', ' ')} for the "
+            "whole server process, every database it serves and its audit log alike (a hard heap limit, once "
+            "lowered, can never be raised again)."
+        )
     if pragma == "locking_mode" and (argument or "").lower() == "exclusive":
         return (
             "PRAGMA locking_mode = EXCLUSIVE is not allowed: the connection it runs on would keep its lock on the "
