@@ -13,6 +13,11 @@
 - `PRAGMA hard_heap_limit = 100000` could be approved: SQLite's heap limit is the process's, and can only be
   lowered, so every later statement of the server failed with an out-of-memory traceback, on every database it
   serves and in its audit log, until it restarted. The other process-wide pragmas are refused with it.
+- A function stored in the schema (a generated column's, a CHECK constraint's) is compiled into the program of
+  each statement that uses it, and never reported to the authorizer: a read of `g AS (instr(a, b))` over
+  values of 260,000 characters ran on the event loop, holding up every client for 0.7 s past a 0.5 s time
+  limit (hours, for values of a million); so did the dry run of an insert checked by such a constraint, even
+  through a trigger.
 - A statement that writes a shadow table itself while it names the virtual table too (`DELETE FROM docs_data
   WHERE EXISTS (SELECT * FROM docs)`) had its write left out as the module's bookkeeping: it was asked as an
   unrecognised change of "the statement", or, when a trigger on the shadow table wrote elsewhere, as that
@@ -33,7 +38,8 @@ from safedb.db.backend import QueryLimits
 from safedb.db.sqlite.backend import SqliteDatabase
 from safedb.errors import DeniedByPolicy, QueryFailed
 from safedb.sql.classification import ChangeKind
-from tests.helpers import Responder, in_process_server, rows, safedb_serve
+from safedb.sql.structure import functions_in_checks
+from tests.helpers import Responder, in_process_server, rows, safedb_serve, watching_the_loop
 
 pytestmark = pytest.mark.anyio
 
@@ -170,6 +176,73 @@ async def test_a_lowered_heap_limit_cannot_be_approved_to_stop_the_server(databa
                     result = await client.call_tool("execute_query", {"query": statement})
     assert not result.is_error, result.content[0].text  # type: ignore[union-attr]
     assert "2" in result.content[0].text  # type: ignore[union-attr]
+
+
+@pytest.fixture
+def stored_calls_file(tmp_path: Path) -> Path:
+    """Table `t` of one row: `g AS (instr(a, b))` over values that make instr take some 0.7 s; table `checked`,
+    whose CHECK calls instr; and a trigger on `log` that fills `checked` from `t`."""
+    path = tmp_path / "stored.db"
+    connection = sqlite3.connect(path)
+    connection.executescript(
+        f"""
+        CREATE TABLE t (a TEXT, b TEXT, g AS (instr(a, b)));
+        INSERT INTO t (a, b) SELECT s, substr(s, 1, {2**18}) || 'b'
+            FROM (SELECT replace(hex(zeroblob({2**18})), '0', 'a') AS s);
+        CREATE TABLE checked (a TEXT, b TEXT, CHECK (instr(a, b) >= 0));
+        CREATE TABLE log (note TEXT);
+        CREATE TRIGGER fill AFTER INSERT ON log BEGIN INSERT INTO checked SELECT a, b FROM t; END;
+        """
+    )
+    connection.commit()
+    connection.close()
+    return path
+
+
+async def test_a_function_of_a_generated_column_does_not_hold_up_the_event_loop(stored_calls_file: Path) -> None:
+    database = SqliteDatabase(stored_calls_file, QueryLimits())
+    try:
+        classification = await database.classify("SELECT g FROM t")
+        result, longest = await watching_the_loop(lambda: database.read(classification))
+    finally:
+        await database.aclose()
+    assert result.rows == ((0,),)
+    assert longest < 0.25, f"the event loop was held up for {longest:.3f} s"
+
+
+@pytest.mark.parametrize(
+    "statement", ["INSERT INTO checked SELECT a, b FROM t", "INSERT INTO log (note) VALUES ('fill')"]
+)
+async def test_a_function_of_a_check_constraint_does_not_hold_up_the_event_loop_in_a_dry_run(
+    stored_calls_file: Path, statement: str
+) -> None:
+    database = SqliteDatabase(stored_calls_file, QueryLimits())
+    try:
+        classification = await database.classify(statement)
+        impact, longest = await watching_the_loop(lambda: database.preview(classification))
+    finally:
+        await database.aclose()
+    assert impact.rows_affected is not None, impact.lines
+    assert longest < 0.25, f"the event loop was held up for {longest:.3f} s"
+
+
+@pytest.mark.parametrize(
+    ("definition", "functions"),
+    [
+        ("CREATE TABLE a (n INTEGER CHECK (n >= 0), s TEXT CHECK (s IN ('x', 'y')), v VARCHAR(10))", set()),
+        (
+            "CREATE TABLE b (s TEXT, CHECK (length(s) < 5 AND (s GLOB 'a*' OR instr(s, 'z'))))",
+            {"length", "glob", "instr"},
+        ),
+        ("CREATE TABLE c (s TEXT DEFAULT (printf('%d', 1)), \"check\" TEXT, t TEXT DEFAULT 'check (x)')", set()),
+        ("CREATE TABLE d (s TEXT CHECK (s LIKE '%@%')) -- check (upper(s))", {"like"}),
+    ],
+)
+def test_the_functions_of_check_constraints_are_read_from_the_definition(definition: str, functions: set[str]) -> None:
+    """An inspector's program leaves CHECK constraints out (SQLite does not load them for a database it opened
+    read-only), so their functions are read from the table's definition; defaults and the rest are in the
+    program."""
+    assert functions_in_checks(definition) == functions
 
 
 @pytest.fixture

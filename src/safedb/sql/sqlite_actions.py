@@ -9,8 +9,10 @@ collects the events; this module decides what they mean.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import IntEnum
+from types import MappingProxyType
 from typing import NamedTuple
 
 from safedb.errors import DeniedByPolicy, TemporaryObject, TransactionControl
@@ -231,12 +233,18 @@ def table_valued_pragma(event: AuthorizerEvent) -> str | None:
 
 def calls_only_bounded_functions(classification: Classification) -> bool:
     """Whether every function the statement calls returns a value about the size of its arguments at most,
-    so that it has no single long step (see `_BOUNDED_FUNCTIONS`)."""
-    return all(
-        (event.arg2 or "").lower() in _BOUNDED_FUNCTIONS
-        for event in classification.engine_view
-        if isinstance(event, AuthorizerEvent) and event.code == Action.FUNCTION
-    )
+    so that it has no single long step (see `_BOUNDED_FUNCTIONS`): those it names, those of the views and
+    triggers it reaches, and those of the schema that its program calls (see `ProgramCall`)."""
+    for record in classification.engine_view:
+        if isinstance(record, AuthorizerEvent) and record.code == Action.FUNCTION:
+            name = record.arg2 or ""
+        elif isinstance(record, ProgramCall):
+            name = record.name
+        else:
+            continue
+        if name.lower() not in _BOUNDED_FUNCTIONS:
+            return False
+    return True
 
 
 def is_read_event(event: AuthorizerEvent) -> bool:
@@ -263,6 +271,41 @@ class Instruction(NamedTuple):
     opcode: str
     p2: int
     p3: int
+    p4: str | None = None
+
+
+class ProgramCall(NamedTuple):
+    """A function that a statement's compiled program calls, kept in its classification's `engine_view`.
+
+    SQLite compiles the expressions stored in the schema (CHECK constraints, defaults, generated columns,
+    index expressions) into the program of each statement that uses them, without reporting their functions
+    to the authorizer: `SELECT g FROM t` calls `instr` where `t.g` is `AS (instr(a, b))`.
+    """
+
+    name: str
+
+
+# What a trigger's program calls is not listed (EXPLAIN shows it as one Program instruction); the functions
+# in the schema of the tables it writes may be any.
+TRIGGER_PROGRAM = ProgramCall("trigger program")
+# SQLite leaves CHECK constraints out of the schema of a database it opened read-only, so the program an
+# inspector compiles never calls their functions: they are read from the table's definition instead, and this
+# stands for them when it cannot be read.
+CHECK_CONSTRAINT = ProgramCall("check constraint")
+_CALLING_OPCODES = frozenset({"Function", "PureFunc"})
+
+
+def program_calls(program: list[Instruction]) -> frozenset[ProgramCall]:
+    """The functions a compiled program calls, by name (P4 reads `instr(2)`), and `TRIGGER_PROGRAM` when it
+    runs a trigger's program."""
+    calls = {
+        ProgramCall(instruction.p4.rpartition("(")[0] or instruction.p4)
+        for instruction in program
+        if instruction.opcode in _CALLING_OPCODES and instruction.p4
+    }
+    if any(instruction.opcode == "Program" for instruction in program):
+        calls.add(TRIGGER_PROGRAM)
+    return frozenset(calls)
 
 
 # P3 of a JournalMode instruction that only reports the mode (PAGER_JOURNALMODE_QUERY).
@@ -275,7 +318,7 @@ def writes_in_program(program: list[Instruction]) -> list[str]:
     `VACUUM INTO` (a Vacuum opcode with a file name register in P2) is reported as `VACUUM_INTO`.
     """
     found = []
-    for opcode, p2, p3 in program:
+    for opcode, p2, p3, _ in program:
         if opcode == "Vacuum" and p2 != 0:
             found.append(VACUUM_INTO)
         elif opcode == "JournalMode" and p3 == _JOURNAL_MODE_QUERY:
@@ -294,6 +337,8 @@ def classify_events(
     explain_only: bool = False,
     shadow_tables: frozenset[str] = frozenset(),
     written_tables: frozenset[str] = frozenset(),
+    calls: frozenset[ProgramCall] = frozenset(),
+    check_calls: Mapping[str, frozenset[ProgramCall]] = MappingProxyType({}),
 ) -> Classification:
     """Combine the engine's events, its compiled program and the parser's shape into one verdict.
 
@@ -307,7 +352,9 @@ def classify_events(
     docs)` names the virtual table too).
 
     `explain_only` marks a statement that SQLite will only list (`EXPLAIN ...`): its writes are never
-    carried out, but pragmas still take effect while compiling.
+    carried out, but pragmas still take effect while compiling. `calls` (see `program_calls`) are kept in
+    the classification's `engine_view` beside the events, and so are the `check_calls` (by lower-cased table
+    name) of each table whose rows the statement writes.
 
     Raises:
         TransactionControl: the statement begins, ends or names a transaction or savepoint.
@@ -347,9 +394,12 @@ def classify_events(
         if not changes and not shape.read_form:
             detail = f"SQLite reports no change but the parser cannot confirm a read ({shape.root})"
             changes.append(Change(ChangeKind.UNKNOWN, WHOLE_STATEMENT, None, detail))
+    for event in events:
+        if event.code in (Action.INSERT, Action.UPDATE):
+            calls |= check_calls.get((event.arg1 or "").lower(), frozenset())
     reads = tuple(dict.fromkeys(e.arg1 for e in events if e.code == Action.READ and e.arg1))
     return Classification(
-        statement=statement, changes=tuple(dict.fromkeys(changes)), reads=reads, engine_view=frozenset(events)
+        statement=statement, changes=tuple(dict.fromkeys(changes)), reads=reads, engine_view=frozenset(events) | calls
     )
 
 

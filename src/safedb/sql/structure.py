@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import re
 from dataclasses import dataclass
 
 import sqlglot
@@ -96,6 +97,44 @@ def says_replace(sql: str) -> bool:
         token.token_type is TokenType.REPLACE and (following is None or following.token_type is not TokenType.L_PAREN)
         for token, following in zip(tokens, [*tokens[1:], None], strict=True)
     )
+
+
+# Words that a parenthesis may follow in an expression without making it a function call.
+_NOT_CALLS = frozenset(
+    {"and", "or", "not", "in", "exists", "is", "cast", "case", "when", "then", "else", "between", "check"}
+)
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_$]*")
+# Operators that call a function of the same name.
+_OPERATOR_CALLS = frozenset({"like", "glob", "regexp", "match"})
+
+
+def functions_in_checks(sql: str) -> frozenset[str] | None:
+    """The functions (lower-cased names) that the CHECK constraints of an SQLite table definition call: the
+    names followed by a parenthesis inside each CHECK (...), and the operators that call one (LIKE, GLOB...).
+    Empty without a CHECK; None when the text cannot be tokenized."""
+    if "check" not in sql.lower():
+        return frozenset()  # the common case, without tokenizing
+    try:
+        tokens = sqlglot.tokenize(sql, read="sqlite")
+    except SqlglotError:
+        return None
+    names: set[str] = set()
+    depth = 0  # inside a CHECK's parentheses, how deep
+    for token, following in zip(tokens, [*tokens[1:], None], strict=True):
+        if depth == 0:
+            if token.token_type is TokenType.VAR and token.text.lower() == "check":
+                depth = -1  # its opening parenthesis comes next
+            continue
+        if token.token_type is TokenType.L_PAREN:
+            depth = 1 if depth == -1 else depth + 1
+        elif token.token_type is TokenType.R_PAREN:
+            depth -= 1
+        elif token.token_type not in (TokenType.STRING, TokenType.IDENTIFIER) and _NAME.fullmatch(token.text):
+            word = token.text.lower()
+            called = following is not None and following.token_type is TokenType.L_PAREN and word not in _NOT_CALLS
+            if called or word in _OPERATOR_CALLS:
+                names.add(word)
+    return frozenset(names)
 
 
 def _insert_variant_from_tokens(sql: str, dialect: str) -> ChangeKind | None:

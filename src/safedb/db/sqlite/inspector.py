@@ -12,14 +12,17 @@ from safedb.db.sqlite.expansion import COPY_LIMIT, Definition, copied_tokens, vi
 from safedb.errors import DeniedByPolicy, EmptyStatement, InvalidStatement, MultipleStatements
 from safedb.sql.classification import ChangeKind, Classification, DatabaseObject, ObjectType
 from safedb.sql.sqlite_actions import (
+    CHECK_CONSTRAINT,
     Action,
     AuthorizerEvent,
     Instruction,
+    ProgramCall,
     classify_events,
     is_read_event,
+    program_calls,
     writes_in_program,
 )
-from safedb.sql.structure import statement_shape
+from safedb.sql.structure import functions_in_checks, statement_shape
 
 # Whitespace and SQL comments (an unterminated block comment runs to the end, as in SQLite).
 _LEADING_NOISE = re.compile(r"(?:\s+|--[^\n]*(?:\n|$)|/\*.*?(?:\*/|$))*", re.DOTALL)
@@ -48,6 +51,8 @@ class SchemaFacts:
     """See `shadow_table_names`."""
     views: Mapping[str, Definition] = field(default_factory=dict)
     """Every view, by lower-cased name."""
+    check_calls: Mapping[str, frozenset[ProgramCall]] = field(default_factory=dict)
+    """What the CHECK constraints of each table call, by lower-cased table name (see `classify_events`)."""
 
 
 def schema_facts(connection: sqlite3.Connection) -> SchemaFacts:
@@ -55,9 +60,15 @@ def schema_facts(connection: sqlite3.Connection) -> SchemaFacts:
         "SELECT name, sql FROM main.sqlite_schema WHERE type = 'view' "
         "UNION ALL SELECT name, sql FROM temp.sqlite_schema WHERE type = 'view'"
     )
-    return SchemaFacts(
-        shadow_table_names(connection), {name.lower(): view_definition(sql or "") for name, sql in views}
-    )
+    views_by_name = {name.lower(): view_definition(sql or "") for name, sql in views}
+    tables = connection.execute("SELECT name, sql FROM main.sqlite_schema WHERE type = 'table'")
+    check_calls = {name.lower(): _check_calls(sql or "") for name, sql in tables}
+    return SchemaFacts(shadow_table_names(connection), views_by_name, {k: v for k, v in check_calls.items() if v})
+
+
+def _check_calls(table_sql: str) -> frozenset[ProgramCall]:
+    names = functions_in_checks(table_sql)
+    return frozenset({CHECK_CONSTRAINT} if names is None else {ProgramCall(name) for name in names})
 
 
 def inspect_statement(connection: sqlite3.Connection, sql: str, schema: SchemaFacts) -> Classification:
@@ -104,7 +115,7 @@ def inspect_statement(connection: sqlite3.Connection, sql: str, schema: SchemaFa
     connection.text_factory = _lenient_text
     try:
         cursor = connection.execute(sql if explain_only else f"EXPLAIN {sql}")
-        program = [] if explain_only else [Instruction(str(row[1]), int(row[3]), int(row[4])) for row in cursor]
+        program = [] if explain_only else [Instruction(str(row[1]), int(row[3]), int(row[4]), row[5]) for row in cursor]
     except sqlite3.ProgrammingError as exc:
         if "one statement at a time" in str(exc):
             raise MultipleStatements from exc
@@ -127,6 +138,8 @@ def inspect_statement(connection: sqlite3.Connection, sql: str, schema: SchemaFa
         explain_only=explain_only,
         shadow_tables=schema.shadow_tables,
         written_tables=_shadow_tables_written(connection, program, schema.shadow_tables),
+        calls=program_calls(program),
+        check_calls=schema.check_calls,
     )
     for change in classification.changes:
         if change.kind is ChangeKind.CREATE and change.target.type is ObjectType.VIRTUAL_TABLE:
@@ -140,7 +153,7 @@ def _shadow_tables_written(
     """The shadow tables that the statement's own program opens for writing (OpenWrite on their b-tree or an
     index's, in the main schema): a module writes its shadow tables through statements of its own, never
     through the program of the statement that uses it."""
-    roots = {p2 for opcode, p2, p3 in program if opcode == "OpenWrite" and p3 == 0}
+    roots = {p2 for opcode, p2, p3, _ in program if opcode == "OpenWrite" and p3 == 0}
     if not roots or not shadow_tables:
         return frozenset()
     tables = connection.execute(
