@@ -24,23 +24,17 @@ from safedb.sql.sqlite_actions import (
 )
 from safedb.sql.structure import functions_in_checks, statement_shape
 
-# Whitespace and SQL comments (an unterminated block comment runs to the end, as in SQLite).
-_LEADING_NOISE = re.compile(r"(?:\s+|--[^\n]*(?:\n|$)|/\*.*?(?:\*/|$))*", re.DOTALL)
+# Whitespace, SQL comments (an unterminated block comment runs to the end, as in SQLite) and the `;` of empty
+# statements, all in one match: stripping them a piece at a time copied the rest of the text each time.
+_LEADING_NOISE = re.compile(r"(?:\s+|;|--[^\n]*(?:\n|$)|/\*.*?(?:\*/|$))*", re.DOTALL)
 _WORD = re.compile(r"[A-Za-z_]+")
 
 
 def leading_keyword(sql: str) -> str | None:
     """The first word of the statement after whitespace, comments and empty statements, upper-cased."""
-    rest = sql
-    while (stripped := _strip_noise(rest)) != rest:
-        rest = stripped
-    word = _WORD.match(rest)
+    noise = _LEADING_NOISE.match(sql)
+    word = _WORD.match(sql, noise.end() if noise else 0)
     return word.group(0).upper() if word else None
-
-
-def _strip_noise(text: str) -> str:
-    noise = _LEADING_NOISE.match(text)
-    return text[noise.end() if noise else 0 :].lstrip(";")
 
 
 @dataclass(frozen=True)
