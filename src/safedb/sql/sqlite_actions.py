@@ -9,10 +9,8 @@ collects the events; this module decides what they mean.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import IntEnum
-from types import MappingProxyType
 from typing import NamedTuple
 
 from safedb.errors import DeniedByPolicy, TemporaryObject, TransactionControl
@@ -338,7 +336,6 @@ def classify_events(
     shadow_tables: frozenset[str] = frozenset(),
     written_tables: frozenset[str] = frozenset(),
     calls: frozenset[ProgramCall] = frozenset(),
-    check_calls: Mapping[str, frozenset[ProgramCall]] = MappingProxyType({}),
 ) -> Classification:
     """Combine the engine's events, its compiled program and the parser's shape into one verdict.
 
@@ -352,9 +349,8 @@ def classify_events(
     docs)` names the virtual table too).
 
     `explain_only` marks a statement that SQLite will only list (`EXPLAIN ...`): its writes are never
-    carried out, but pragmas still take effect while compiling. `calls` (see `program_calls`) are kept in
-    the classification's `engine_view` beside the events, and so are the `check_calls` (by lower-cased table
-    name) of each table whose rows the statement writes.
+    carried out, but pragmas still take effect while compiling. `calls` (see `ProgramCall`) are kept in the
+    classification's `engine_view` beside the events.
 
     Raises:
         TransactionControl: the statement begins, ends or names a transaction or savepoint.
@@ -394,9 +390,6 @@ def classify_events(
         if not changes and not shape.read_form:
             detail = f"SQLite reports no change but the parser cannot confirm a read ({shape.root})"
             changes.append(Change(ChangeKind.UNKNOWN, WHOLE_STATEMENT, None, detail))
-    for event in events:
-        if event.code in (Action.INSERT, Action.UPDATE):
-            calls |= check_calls.get((event.arg1 or "").lower(), frozenset())
     reads = tuple(dict.fromkeys(e.arg1 for e in events if e.code == Action.READ and e.arg1))
     return Classification(
         statement=statement, changes=tuple(dict.fromkeys(changes)), reads=reads, engine_view=frozenset(events) | calls

@@ -7,7 +7,7 @@ import sqlite3
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from safedb.db.sqlite.connections import was_stopped
+from safedb.db.sqlite.connections import quote_identifier, was_stopped
 from safedb.db.sqlite.expansion import COPY_LIMIT, Definition, copied_tokens, view_definition
 from safedb.errors import DeniedByPolicy, EmptyStatement, InvalidStatement, MultipleStatements
 from safedb.sql.classification import ChangeKind, Classification, DatabaseObject, ObjectType
@@ -45,8 +45,6 @@ class SchemaFacts:
     """See `shadow_table_names`."""
     views: Mapping[str, Definition] = field(default_factory=dict)
     """Every view, by lower-cased name."""
-    check_calls: Mapping[str, frozenset[ProgramCall]] = field(default_factory=dict)
-    """What the CHECK constraints of each table call, by lower-cased table name (see `classify_events`)."""
 
 
 def schema_facts(connection: sqlite3.Connection) -> SchemaFacts:
@@ -54,15 +52,9 @@ def schema_facts(connection: sqlite3.Connection) -> SchemaFacts:
         "SELECT name, sql FROM main.sqlite_schema WHERE type = 'view' "
         "UNION ALL SELECT name, sql FROM temp.sqlite_schema WHERE type = 'view'"
     )
-    views_by_name = {name.lower(): view_definition(sql or "") for name, sql in views}
-    tables = connection.execute("SELECT name, sql FROM main.sqlite_schema WHERE type = 'table'")
-    check_calls = {name.lower(): _check_calls(sql or "") for name, sql in tables}
-    return SchemaFacts(shadow_table_names(connection), views_by_name, {k: v for k, v in check_calls.items() if v})
-
-
-def _check_calls(table_sql: str) -> frozenset[ProgramCall]:
-    names = functions_in_checks(table_sql)
-    return frozenset({CHECK_CONSTRAINT} if names is None else {ProgramCall(name) for name in names})
+    return SchemaFacts(
+        shadow_table_names(connection), {name.lower(): view_definition(sql or "") for name, sql in views}
+    )
 
 
 def inspect_statement(connection: sqlite3.Connection, sql: str, schema: SchemaFacts) -> Classification:
@@ -132,8 +124,7 @@ def inspect_statement(connection: sqlite3.Connection, sql: str, schema: SchemaFa
         explain_only=explain_only,
         shadow_tables=schema.shadow_tables,
         written_tables=_shadow_tables_written(connection, program, schema.shadow_tables),
-        calls=program_calls(program),
-        check_calls=schema.check_calls,
+        calls=program_calls(program) | _check_calls(connection, events),
     )
     for change in classification.changes:
         if change.kind is ChangeKind.CREATE and change.target.type is ObjectType.VIRTUAL_TABLE:
@@ -154,6 +145,24 @@ def _shadow_tables_written(
         f"SELECT tbl_name FROM main.sqlite_schema WHERE rootpage IN ({', '.join('?' for _ in roots)})", tuple(roots)
     )
     return frozenset(name for (name,) in tables if name in shadow_tables)
+
+
+def _check_calls(connection: sqlite3.Connection, events: list[AuthorizerEvent]) -> frozenset[ProgramCall]:
+    """What the CHECK constraints of the tables whose rows the statement writes call. SQLite leaves CHECK
+    constraints out of the schema of a database it opened read-only, so an inspector's program never calls
+    them: they are read from each table's definition (`CHECK_CONSTRAINT` when it cannot be read)."""
+    written = {(event.schema or "main", event.arg1) for event in events if event.code in _ROW_WRITES and event.arg1}
+    calls: set[ProgramCall] = set()
+    for schema, table in written:
+        definition = connection.execute(
+            f"SELECT sql FROM {quote_identifier(schema)}.sqlite_schema WHERE type = 'table' AND name = ?", (table,)
+        ).fetchone()
+        names = functions_in_checks((definition or ("",))[0] or "")
+        calls.update([CHECK_CONSTRAINT] if names is None else map(ProgramCall, names))
+    return frozenset(calls)
+
+
+_ROW_WRITES = frozenset({Action.INSERT, Action.UPDATE})
 
 
 def _lenient_text(data: bytes) -> str:
