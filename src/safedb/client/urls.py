@@ -32,7 +32,8 @@ def review_url(url: str) -> UrlReview:
         _ = parts.port
     except ValueError:
         return UrlReview(url, "", False, "the URL cannot be parsed")
-    host = _ascii_host(hostname)
+    # Browsers read a backslash before the path as "/": `https://evil.example\\.good.example/` opens evil.example.
+    host = _ascii_host(hostname) if "\\" not in parts.netloc else None
     if host is None:
         escaped = hostname.encode("ascii", "backslashreplace").decode("ascii")
         return UrlReview(url, escaped, False, "the host has characters that browsers drop or read differently")
@@ -54,6 +55,8 @@ def _ascii_host(hostname: str) -> str | None:
     map: the codec refuses U+2061 that browsers drop, and turns "ß" into "ss" where browsers keep it. A host
     that does not convert back to itself could name another site in the browser than the one shown here.
     """
+    if "%" in hostname:
+        return None  # browsers percent-decode a host before reading it: `ev%69l.example` is evil.example
     if hostname.isascii():
         return hostname
     try:

@@ -1,0 +1,57 @@
+"""A small MCP server for the red-team tests: it asks what a test tells it to, in both protocol eras.
+
+Run it with `python -m tests.client.redteam_server --port 0` (prints "listening at URL" on stderr).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+import anyio
+import uvicorn
+from mcp.server.mcpserver import Context, MCPServer
+from mcp_types import CallToolResult, ElicitRequest, ElicitRequestURLParams, ElicitResult, InputRequiredResult
+
+from tests.client.feature_server import _answered, _modern
+
+
+def build_server() -> MCPServer:
+    server = MCPServer(name="Red Team Server")
+
+    async def ask_url_to(url: str, ctx: Context[Any, Any]) -> CallToolResult | InputRequiredResult:
+        """Send the person to exactly the given URL (URL mode)."""
+        if _modern(ctx):
+            response = (ctx.input_responses or {}).get("page")
+            if isinstance(response, ElicitResult):
+                return _answered({"page": response})
+            request = ElicitRequest(params=ElicitRequestURLParams(message="Open this page", url=url))
+            return InputRequiredResult(input_requests={"page": request}, request_state="url")  # type: ignore[arg-type]
+        result = await ctx.session.elicit_url("Open this page", url, "page-1", related_request_id=ctx.request_id)
+        return _answered({"page": result})
+
+    server.add_tool(ask_url_to)
+    return server
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--port", type=int, default=0)
+    options = parser.parse_args()
+    app = build_server().streamable_http_app(host="127.0.0.1")
+    web = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=options.port, log_level="warning"))
+
+    async def serve() -> None:
+        async with anyio.create_task_group() as group:
+            group.start_soon(web.serve)
+            while not web.started:
+                await anyio.sleep(0.01)
+            port = web.servers[0].sockets[0].getsockname()[1]
+            print(f"listening at http://127.0.0.1:{port}/mcp", file=sys.stderr, flush=True)
+
+    anyio.run(serve)
+
+
+if __name__ == "__main__":
+    main()
