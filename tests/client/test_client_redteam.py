@@ -6,21 +6,25 @@ the terminal form through prompt_toolkit's pipe input, `safedb call` as a proces
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
 import sys
 from collections.abc import Iterator
+from pathlib import Path
 
 import anyio
 import pytest
 
 from safedb.client.connection import connect
 from safedb.client.form import TerminalAnswerer
+from safedb.client.model import schema_to_model
+from safedb.client.schema import UnsupportedSchema, parse_requested_schema
 from safedb.client.targets import http_target
 from safedb.client.urls import review_url
 from tests.client.servers import ROOT
-from tests.client.test_commands import ERAS
+from tests.client.test_commands import ERAS, answers_file
 from tests.client.test_terminal_form import lines, terminal
 from tests.helpers import serving_process
 
@@ -83,3 +87,46 @@ async def test_a_backslash_url_is_not_opened_even_when_the_person_asks(redteam_u
     assert opened == []
     assert result.structured_content == {"page": {"action": "decline"}}
     assert "This URL will not be opened." in screen.getvalue()
+
+
+# -- patterns: ECMA-262's \s is Unicode white space, not only ASCII -----------------------------------------------
+
+NO_SPACES = {"type": "object", "properties": {"code": {"type": "string", "pattern": "^\\S+$"}}, "required": ["code"]}
+
+
+@pytest.mark.parametrize("space", ["\u00a0", "\u2003", "\u3000", "\ufeff", "\u202f"])
+def test_a_pattern_without_white_space_refuses_unicode_spaces(space: str) -> None:
+    model = schema_to_model(NO_SPACES)
+    with pytest.raises(ValueError, match="must match the pattern"):
+        model.model_validate({"code": f"a{space}b"})
+    assert model.model_validate({"code": "a-b"}).model_dump(by_alias=True) == {"code": "a-b"}
+    assert schema_to_model(
+        {"type": "object", "properties": {"gap": {"type": "string", "pattern": "^a[\\s]b$"}}}
+    ).model_validate({"gap": f"a{space}b"})
+
+
+@pytest.mark.parametrize("era", ERAS)
+def test_rule_content_with_a_unicode_space_the_pattern_forbids_is_never_sent(
+    tmp_path: Path, server_url: str, era: str
+) -> None:
+    rules = answers_file(tmp_path, {"rules": [{"action": "accept", "content": {"code": "a\u00a0b"}}]})
+    arguments = f"requested_schema:={json.dumps(NO_SPACES)}"
+    result = safedb("call", "--json", "--era", era, "--answers", rules, server_url, "ask_for", arguments)
+    assert json.loads(result.stdout)["structuredContent"] == {"form": {"action": "cancel"}}
+
+
+@pytest.mark.parametrize(
+    "pattern",
+    [
+        "^a{,3}$",  # ECMA-262: the text "a{,3}"; Python: up to three a's
+        "^\\Aok$",  # ECMA-262: "Aok"; Python: "ok"
+        "^(?i)ok$",  # Python's own inline flags
+        "^(?P<x>ok)$",
+        "^[\\S]+$",  # no Python equivalent
+        "^a[]b$",  # ECMA-262: never matches
+        "^[^]*$",  # ECMA-262: anything
+    ],
+)
+def test_patterns_the_two_dialects_read_differently_are_refused(pattern: str) -> None:
+    with pytest.raises(UnsupportedSchema, match="cannot be checked here"):
+        parse_requested_schema({"type": "object", "properties": {"x": {"type": "string", "pattern": pattern}}})

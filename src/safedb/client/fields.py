@@ -31,6 +31,10 @@ _DATE_TIME = re.compile(r"^\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[
 _LINE_BREAK = re.compile("[\n\r\u2028\u2029]")
 PATTERN_FLAGS = re.ASCII
 """Schema patterns are ECMA-262 regular expressions, whose \\d and \\w are ASCII; Python's are Unicode unless told."""
+_ECMA_SPACE = "\\t\\n\\v\\f\\r \\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000\\ufeff"
+"""ECMA-262's \\s: white space (with every Unicode space separator) and line terminators; with `re.ASCII`, Python's
+\\s is only the ASCII ones, so a pattern such as `^\\S+$` would let a no-break space through."""
+_ECMA_GROUPS = ("(?:", "(?=", "(?!", "(?<=", "(?<!")
 
 
 class InvalidValue(ValueError):
@@ -221,8 +225,46 @@ def _exact(number: float) -> Fraction:
     return Fraction(number) if isinstance(number, int) else Fraction(repr(number))
 
 
+def python_pattern(pattern: str) -> str:
+    """The schema's ECMA-262 pattern as a Python expression that means the same (compiled with `PATTERN_FLAGS`).
+
+    Raises:
+        re.error: the pattern uses syntax that the two dialects read differently and that is not translated.
+    """
+    parts: list[str] = []
+    in_class = False
+    index = 0
+    while index < len(pattern):
+        character = pattern[index]
+        if character == "\\" and index + 1 < len(pattern):
+            escaped = pattern[index + 1]
+            index += 2
+            if escaped == "s":
+                parts.append(_ECMA_SPACE if in_class else f"[{_ECMA_SPACE}]")
+            elif escaped == "S" and not in_class:
+                parts.append(f"[^{_ECMA_SPACE}]")
+            elif escaped in "SAZN":  # \\S in a class has no Python equivalent; \\A, \\Z, \\N are Python's own
+                raise re.error(f"\\{escaped}{' in a character class' if escaped == 'S' else ''} is not translated")
+            else:
+                parts.append(character + escaped)
+            continue
+        if in_class:
+            in_class = character != "]"
+        elif character == "[":
+            in_class = True
+            if pattern.startswith(("[]", "[^]"), index):  # never / any character in ECMA-262, not in Python
+                raise re.error("an empty character class is read differently in Python")
+        elif character == "{" and pattern.startswith(",", index + 1):  # a quantifier in Python, text in ECMA-262
+            raise re.error("{,n} is read differently in Python")
+        elif character == "(" and pattern.startswith("(?", index) and not pattern.startswith(_ECMA_GROUPS, index):
+            raise re.error("(?...) groups other than (?:, (?=, (?!, (?<= and (?<! are Python's own")
+        parts.append(character)
+        index += 1
+    return "".join(parts)
+
+
 def _matching(pattern: str) -> Any:
-    compiled = re.compile(pattern, PATTERN_FLAGS)
+    compiled = re.compile(python_pattern(pattern), PATTERN_FLAGS)
 
     def check(value: str) -> str:
         # ECMA-262 and Python read `$` and `.` differently around line breaks; refusing them is the safe side.

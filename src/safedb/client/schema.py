@@ -30,6 +30,7 @@ from safedb.client.fields import (
     InvalidValue,
     StringFormat,
     check_value,
+    python_pattern,
 )
 
 logger = logging.getLogger(__name__)
@@ -235,7 +236,7 @@ def _optional_pattern(spec: Mapping[str, Any], name: str) -> str | None:
     if not isinstance(pattern, str):
         raise UnsupportedSchema(f"property {name!r}: pattern is not a string")
     try:
-        re.compile(pattern, PATTERN_FLAGS)
+        re.compile(python_pattern(pattern), PATTERN_FLAGS)
     except (re.error, RecursionError, OverflowError) as exc:
         raise UnsupportedSchema(f"property {name!r}: pattern {pattern!r} cannot be checked here ({exc})") from None
     return pattern
