@@ -13,6 +13,7 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
@@ -130,3 +131,33 @@ def test_rule_content_with_a_unicode_space_the_pattern_forbids_is_never_sent(
 def test_patterns_the_two_dialects_read_differently_are_refused(pattern: str) -> None:
     with pytest.raises(UnsupportedSchema, match="cannot be checked here"):
         parse_requested_schema({"type": "object", "properties": {"x": {"type": "string", "pattern": pattern}}})
+
+
+# -- sizes beyond 64 bits ----------------------------------------------------------------------------------------
+
+HUGE = 2**70
+HUGE_LIMITS: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "name": {"type": "string", "maxLength": HUGE},
+        "tags": {"type": "array", "items": {"enum": ["a", "b"]}, "maxItems": HUGE},
+    },
+    "required": ["name"],
+}
+
+
+@pytest.mark.parametrize("era", ERAS)
+def test_lengths_beyond_64_bits_are_read_as_the_limits_they_are(tmp_path: Path, server_url: str, era: str) -> None:
+    rules = answers_file(tmp_path, {"rules": [{"action": "accept", "content": {"name": "Ada", "tags": ["a"]}}]})
+    arguments = f"requested_schema:={json.dumps(HUGE_LIMITS)}"
+    result = safedb("call", "--json", "--era", era, "--answers", rules, server_url, "ask_for", arguments)
+    assert "Traceback" not in result.stderr
+    assert json.loads(result.stdout)["structuredContent"] == {
+        "form": {"action": "accept", "content": {"name": "Ada", "tags": ["a"]}}
+    }
+
+
+def test_a_minimum_length_beyond_64_bits_can_never_be_met() -> None:
+    schema = {"type": "object", "properties": {"name": {"type": "string", "minLength": HUGE}}}
+    with pytest.raises(ValueError, match="at least"):
+        schema_to_model(schema).model_validate({"name": "Ada"})

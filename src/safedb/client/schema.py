@@ -15,6 +15,7 @@ from __future__ import annotations
 import logging
 import math
 import re
+import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
@@ -269,7 +270,7 @@ def _optional_count(spec: Mapping[str, Any], key: str, name: str) -> int | None:
         return None
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
         raise UnsupportedSchema(f"property {name!r}: {key} is not a non-negative integer")
-    return value
+    return min(value, sys.maxsize)  # no string or list is longer: the same limit, in a size pydantic can hold
 
 
 def _string_list(values: Any, name: str, key: str) -> tuple[str, ...]:
