@@ -11,7 +11,9 @@ import os
 import re
 import subprocess
 import sys
+import threading
 from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -161,3 +163,49 @@ def test_a_minimum_length_beyond_64_bits_can_never_be_met() -> None:
     schema = {"type": "object", "properties": {"name": {"type": "string", "minLength": HUGE}}}
     with pytest.raises(ValueError, match="at least"):
         schema_to_model(schema).model_validate({"name": "Ada"})
+
+
+# -- a hostile handshake: the error the server answers with reaches the terminal cleaned, on one line ------------
+
+HOSTILE_MESSAGE = "go away\x1b]0;PWNED\x07\x1b[2J\x1b[31m now\nsecond line\x9b1m"
+
+
+class _RefusingHandler(BaseHTTPRequestHandler):
+    """Answers every JSON-RPC request (initialize, server/discover) with an error full of escape sequences."""
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+    def do_POST(self) -> None:
+        request = json.loads(self.rfile.read(int(self.headers.get("content-length") or 0)))
+        body = {"jsonrpc": "2.0", "id": request.get("id"), "error": {"code": -32000, "message": HOSTILE_MESSAGE}}
+        payload = json.dumps(body).encode()
+        self.send_response(200)
+        self.send_header("content-type", "application/json")
+        self.send_header("content-length", str(len(payload)))
+        self.end_headers()
+        self.wfile.write(payload)
+
+    def do_GET(self) -> None:
+        self.send_response(405)
+        self.end_headers()
+
+
+@pytest.fixture
+def refusing_url() -> Iterator[str]:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _RefusingHandler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/mcp"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+@pytest.mark.parametrize("era", ["auto", "handshake"])
+def test_a_servers_error_at_connect_time_is_one_clean_line(refusing_url: str, era: str) -> None:
+    result = safedb("call", "--era", era, refusing_url, "echo", "text=x")
+    assert result.returncode == 1
+    (line,) = result.stderr.splitlines()
+    assert line == f"Error: Cannot talk to {refusing_url}: go away now"

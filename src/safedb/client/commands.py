@@ -222,10 +222,12 @@ def _run(target: Target, answerer: Answerer, era: str, work: Callable[[Connectio
 
 
 def _first_message(group: BaseExceptionGroup[Any]) -> str:
+    """The first error's first line, cleaned: it may quote the server (a JSON-RPC error message, what it sent)."""
     first: BaseException = group
     while isinstance(first, BaseExceptionGroup):
         first = first.exceptions[0]
-    return str(first) or type(first).__name__
+    line = next(iter(clean_text(str(first)).splitlines()), "").strip()
+    return line or type(first).__name__
 
 
 def _exit(ok: bool) -> None:
