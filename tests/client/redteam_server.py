@@ -1,11 +1,13 @@
 """A small MCP server for the red-team tests: it asks what a test tells it to, in both protocol eras.
 
-Run it with `python -m tests.client.redteam_server --port 0` (prints "listening at URL" on stderr).
+Run it with `python -m tests.client.redteam_server --port 0` (prints "listening at URL" on stderr), or
+`--stdio`.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from typing import Any
 
@@ -31,14 +33,23 @@ def build_server() -> MCPServer:
         result = await ctx.session.elicit_url("Open this page", url, "page-1", related_request_id=ctx.request_id)
         return _answered({"page": result})
 
+    def environment(name: str) -> str:
+        """The value of one environment variable of this server process ("(unset)" when it has none)."""
+        return os.environ.get(name, "(unset)")
+
     server.add_tool(ask_url_to)
+    server.add_tool(environment)
     return server
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--stdio", action="store_true")
     options = parser.parse_args()
+    if options.stdio:
+        anyio.run(build_server().run_stdio_async)
+        return
     app = build_server().streamable_http_app(host="127.0.0.1")
     web = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=options.port, log_level="warning"))
 

@@ -209,3 +209,43 @@ def test_a_servers_error_at_connect_time_is_one_clean_line(refusing_url: str, er
     assert result.returncode == 1
     (line,) = result.stderr.splitlines()
     assert line == f"Error: Cannot talk to {refusing_url}: go away now"
+
+
+# -- config files: values of the wrong type are refused, numbers and true/false read as other hosts read them ------
+
+REDTEAM_STDIO = [sys.executable, "-m", "tests.client.redteam_server", "--stdio"]
+
+
+def config_file(tmp_path: Path, entry: dict[str, Any]) -> str:
+    path = tmp_path / "mcp.json"
+    path.write_text(json.dumps({"mcpServers": {"a": entry}}))
+    return str(path)
+
+
+def test_env_numbers_and_booleans_reach_a_stdio_server_as_their_json_text(tmp_path: Path) -> None:
+    env = {"PYTHONPATH": str(ROOT), "PORT": 8080, "DEBUG": True, "RATIO": 0.5}
+    config = config_file(tmp_path, {"command": REDTEAM_STDIO[0], "args": REDTEAM_STDIO[1:], "env": env})
+    shown = [
+        safedb("call", "--config", config, "--server", "a", "environment", f"name={name}").stdout.strip()
+        for name in ("PORT", "DEBUG", "RATIO")
+    ]
+    assert shown == ["8080", "true", "0.5"]
+
+
+@pytest.mark.parametrize(
+    ("entry", "problem"),
+    [
+        ({"command": "true", "env": {"X": None}}, "Server 'a': 'env' must be an object of strings (the value of 'X'"),
+        ({"command": "true", "env": {"X": ["a"]}}, "Server 'a': 'env' must be an object of strings (the value of 'X'"),
+        ({"command": ["python", "-V"]}, "Server 'a': 'command' must be a string"),
+        ({"command": "true", "cwd": 3}, "Server 'a': 'cwd' must be a string"),
+        ({"url": "http://127.0.0.1:9/mcp", "headers": ["X-A: b"]}, "Error: Server 'a': 'headers' must be an object"),
+    ],
+)
+def test_config_values_of_the_wrong_type_are_one_clear_line(
+    tmp_path: Path, entry: dict[str, Any], problem: str
+) -> None:
+    result = safedb("client", "--config", config_file(tmp_path, entry), "--server", "a", "-x", "tools")
+    assert result.returncode == 1
+    (line,) = result.stderr.splitlines()
+    assert problem in line

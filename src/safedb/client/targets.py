@@ -7,6 +7,7 @@ or `url` (+ `headers`; `type` http/streamable-http when given).
 
 from __future__ import annotations
 
+import json
 import re
 import shlex
 from collections.abc import Mapping
@@ -118,27 +119,32 @@ def _entry_target(name: str, entry: Any) -> Target:
     if "url" in entry:
         if kind and kind not in _HTTP_TYPES:
             raise TargetError(f"Server {name!r} has type {kind!r}; only Streamable HTTP and stdio are supported")
+        headers = _string_map(entry.get("headers"), name, "headers")
         try:
-            return http_target(str(entry["url"]), _string_map(entry.get("headers"), name, "headers"))
+            return http_target(str(entry["url"]), headers)
         except TargetError as exc:
             raise TargetError(f"Server {name!r}: {exc}") from None
     if "command" in entry:
-        args = entry.get("args", [])
+        command, args, cwd = entry["command"], entry.get("args", []), entry.get("cwd")
+        if not isinstance(command, str) or not command:
+            raise TargetError(f"Server {name!r}: 'command' must be a string (the program; its arguments go in 'args')")
         if not isinstance(args, list) or not all(isinstance(arg, str) for arg in args):
             raise TargetError(f"Server {name!r}: 'args' must be a list of strings")
-        cwd = entry.get("cwd")
-        return StdioTarget(
-            str(entry["command"]),
-            tuple(args),
-            _string_map(entry.get("env"), name, "env") or None,
-            str(cwd) if cwd is not None else None,
-        )
+        if cwd is not None and not isinstance(cwd, str):
+            raise TargetError(f"Server {name!r}: 'cwd' must be a string")
+        return StdioTarget(command, tuple(args), _string_map(entry.get("env"), name, "env") or None, cwd)
     raise TargetError(f"Server {name!r} has neither 'url' nor 'command'")
 
 
 def _string_map(value: Any, name: str, key: str) -> dict[str, str]:
+    """An object of strings; numbers and true/false are taken as their JSON text, as hosts written in Node take them."""
     if value is None:
         return {}
     if not isinstance(value, Mapping):
         raise TargetError(f"Server {name!r}: {key!r} must be an object of strings")
-    return {str(k): str(v) for k, v in value.items()}
+    strings = {}
+    for item, given in value.items():
+        if not isinstance(given, str | int | float):  # bool is an int
+            raise TargetError(f"Server {name!r}: {key!r} must be an object of strings (the value of {item!r} is not)")
+        strings[str(item)] = given if isinstance(given, str) else json.dumps(given)
+    return strings
