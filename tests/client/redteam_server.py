@@ -37,7 +37,13 @@ def build_server() -> MCPServer:
         """The value of one environment variable of this server process ("(unset)" when it has none)."""
         return os.environ.get(name, "(unset)")
 
+    async def slow(seconds: float) -> str:
+        """Answer after the given number of seconds."""
+        await anyio.sleep(seconds)
+        return "done"
+
     server.add_tool(ask_url_to)
+    server.add_tool(slow)
     server.add_tool(environment)
     return server
 

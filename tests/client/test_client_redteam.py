@@ -19,7 +19,9 @@ from typing import Any
 
 import anyio
 import pytest
+from mcp.shared.exceptions import MCPError
 
+from safedb.client import connection as connection_module
 from safedb.client.connection import connect
 from safedb.client.form import TerminalAnswerer
 from safedb.client.model import schema_to_model
@@ -249,3 +251,73 @@ def test_config_values_of_the_wrong_type_are_one_clear_line(
     assert result.returncode == 1
     (line,) = result.stderr.splitlines()
     assert problem in line
+
+
+# -- a server that takes the connection but never answers is reported, not waited for for a day ------------------
+
+
+class _SilentHandler(BaseHTTPRequestHandler):
+    """Reads each request and never answers it (until the test ends)."""
+
+    released = threading.Event()
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers.get("content-length") or 0))
+        self.released.wait(60)
+
+    do_GET = do_POST
+
+
+@pytest.fixture
+def silent_url() -> Iterator[str]:
+    handler = type("Silent", (_SilentHandler,), {"released": threading.Event()})
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    server.daemon_threads = True
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/mcp"
+    finally:
+        handler.released.set()
+        server.shutdown()
+        server.server_close()
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("era", ["auto", "handshake", "2026-07-28"])
+async def test_a_server_that_never_answers_the_handshake_is_reported(
+    silent_url: str, era: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(connection_module, "REQUEST_TIMEOUT", 0.5)
+    reported: list[str] = []
+    with anyio.fail_after(20):
+        try:
+            async with connect(http_target(silent_url), TerminalAnswerer(), era):
+                pass
+        except* MCPError as group:
+            reported = [str(error) for error in _leaves(group)]
+    assert reported
+    assert all(re.fullmatch(r"Request '(initialize|server/discover)' timed out", text) for text in reported)
+
+
+def _leaves(group: BaseExceptionGroup[Any]) -> list[BaseException]:
+    return [
+        leaf
+        for error in group.exceptions
+        for leaf in (_leaves(error) if isinstance(error, BaseExceptionGroup) else [error])
+    ]
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("era", ERAS)
+async def test_a_tool_call_may_take_longer_than_the_request_timeout(
+    redteam_url: str, era: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(connection_module, "REQUEST_TIMEOUT", 0.5)
+    async with connect(http_target(redteam_url), TerminalAnswerer(), era) as connection:
+        with anyio.fail_after(20):
+            result = await connection.call_tool("slow", {"seconds": 1.5})
+    assert result.structured_content == {"result": "done"}

@@ -48,6 +48,9 @@ MAX_SSE_EVENT_BYTES = 256 * 1024 * 1024
 """Largest single SSE event accepted (the SDK stops at 1 MiB)."""
 STREAM_READ_TIMEOUT = 24 * 3600.0
 """Seconds a response stream may stay quiet, e.g. while a person takes their time to approve."""
+REQUEST_TIMEOUT = 30.0
+"""Seconds to wait for the answer to anything but a tool call (the handshake, the tool list): a server that takes
+the connection but never answers is reported, not waited for until STREAM_READ_TIMEOUT."""
 URL_COMPLETION_TIMEOUT = 900.0
 """Seconds to wait for a URL-mode completion notification before retrying a call anyway."""
 
@@ -122,7 +125,7 @@ class Connection:
         self._running_tools.append(name)
         try:
             try:
-                return await self.client.call_tool(name, arguments)
+                return await self.client.call_tool(name, arguments, read_timeout_seconds=STREAM_READ_TIMEOUT)
             except MCPError as exc:
                 if exc.code == CONNECTION_CLOSED:
                     # The server is gone, so a question still being asked cannot be answered; on a terminal its
@@ -130,7 +133,7 @@ class Connection:
                     await self._queue.withdraw_all()
                 if exc.code != URL_ELICITATION_REQUIRED or not await self._complete_required_urls(exc):
                     raise
-            return await self.client.call_tool(name, arguments)
+            return await self.client.call_tool(name, arguments, read_timeout_seconds=STREAM_READ_TIMEOUT)
         finally:
             self._running_tools.remove(name)
 
@@ -203,6 +206,7 @@ async def connect(target: Target, answerer: Answerer, era: str = "auto") -> Asyn
             elicitation_callback=connection.elicitation_callback,
             message_handler=connection.message_handler,
             input_required_max_rounds=INPUT_REQUIRED_MAX_ROUNDS,
+            read_timeout_seconds=REQUEST_TIMEOUT,
             client_info=Implementation(name="safedb-client", version=__version__),
         )
         connection._client = await stack.enter_async_context(client)
