@@ -1,7 +1,7 @@
 """A small MCP server for the red-team tests: it asks what a test tells it to, in both protocol eras.
 
 Run it with `python -m tests.client.redteam_server --port 0` (prints "listening at URL" on stderr), or
-`--stdio`.
+`--stdio`. `--hang-on METHOD` never answers HTTP requests of that method (such as DELETE).
 """
 
 from __future__ import annotations
@@ -52,12 +52,19 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--stdio", action="store_true")
+    parser.add_argument("--hang-on", metavar="METHOD", help="Never answer HTTP requests of this method.")
     options = parser.parse_args()
     if options.stdio:
         anyio.run(build_server().run_stdio_async)
         return
-    app = build_server().streamable_http_app(host="127.0.0.1")
-    web = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=options.port, log_level="warning"))
+    mcp_app = build_server().streamable_http_app(host="127.0.0.1")
+
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "http" and scope["method"] == options.hang_on:
+            await anyio.sleep_forever()
+        await mcp_app(scope, receive, send)
+
+    web = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=options.port, log_level="warning", lifespan="on"))
 
     async def serve() -> None:
         async with anyio.create_task_group() as group:

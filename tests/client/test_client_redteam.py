@@ -321,3 +321,23 @@ async def test_a_tool_call_may_take_longer_than_the_request_timeout(
         with anyio.fail_after(20):
             result = await connection.call_tool("slow", {"seconds": 1.5})
     assert result.structured_content == {"result": "done"}
+
+
+@pytest.fixture(scope="module")
+def delete_hanging_url() -> Iterator[str]:
+    """The red-team server, never answering the DELETE that ends a session."""
+    ready = re.compile(r"listening at (http://\S+/mcp)")
+    command = [*REDTEAM_SERVER, "--hang-on", "DELETE"]
+    with serving_process(command, cwd=ROOT, env={"PYTHONPATH": str(ROOT)}, ready=ready) as server:
+        yield server.url
+
+
+@pytest.mark.anyio
+async def test_a_server_that_never_answers_the_session_end_does_not_keep_the_client(
+    delete_hanging_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(connection_module, "SESSION_END_TIMEOUT", 0.5)
+    with anyio.fail_after(20):
+        async with connect(http_target(delete_hanging_url), TerminalAnswerer(), "handshake") as connection:
+            result = await connection.call_tool("slow", {"seconds": 0})
+    assert result.structured_content == {"result": "done"}

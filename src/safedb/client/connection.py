@@ -51,6 +51,8 @@ STREAM_READ_TIMEOUT = 24 * 3600.0
 REQUEST_TIMEOUT = 30.0
 """Seconds to wait for the answer to anything but a tool call (the handshake, the tool list): a server that takes
 the connection but never answers is reported, not waited for until STREAM_READ_TIMEOUT."""
+SESSION_END_TIMEOUT = 5.0
+"""Seconds to wait for the server to answer the DELETE that ends an HTTP session, as the client leaves."""
 URL_COMPLETION_TIMEOUT = 900.0
 """Seconds to wait for a URL-mode completion notification before retrying a call anyway."""
 
@@ -182,6 +184,13 @@ def _what_was_sent(error: ValidationError) -> str:
     return shown if len(shown) <= 100 else shown[:97] + "..."
 
 
+async def _bound_session_end(request: httpx2.Request) -> None:
+    # The SDK sends the DELETE that ends a session as the client leaves: a server that never answers it must not
+    # keep the client from exiting (after it printed its result) for as long as a tool call's stream may be quiet.
+    if request.method == "DELETE":
+        request.extensions["timeout"] = httpx2.Timeout(SESSION_END_TIMEOUT).as_dict()
+
+
 @asynccontextmanager
 async def connect(target: Target, answerer: Answerer, era: str = "auto") -> AsyncIterator[Connection]:
     """Connect to the target (era: auto, handshake or 2026-07-28) and yield the connection."""
@@ -189,7 +198,9 @@ async def connect(target: Target, answerer: Answerer, era: str = "auto") -> Asyn
     async with AsyncExitStack() as stack:
         if isinstance(target, HttpTarget):
             http = httpx2.AsyncClient(
-                headers=dict(target.headers), timeout=httpx2.Timeout(30.0, read=STREAM_READ_TIMEOUT)
+                headers=dict(target.headers),
+                timeout=httpx2.Timeout(30.0, read=STREAM_READ_TIMEOUT),
+                event_hooks={"request": [_bound_session_end]},
             )
             await stack.enter_async_context(http)
             transport: Any = streamable_http_client(
