@@ -64,7 +64,10 @@ def main() -> None:
             await anyio.sleep_forever()
         await mcp_app(scope, receive, send)
 
-    web = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=options.port, log_level="warning", lifespan="on"))
+    config = uvicorn.Config(
+        app, host="127.0.0.1", port=options.port, log_level="warning", lifespan="on", timeout_graceful_shutdown=1
+    )
+    web = uvicorn.Server(config)
 
     async def serve() -> None:
         async with anyio.create_task_group() as group:
