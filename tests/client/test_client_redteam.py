@@ -25,6 +25,7 @@ from safedb.client import connection as connection_module
 from safedb.client.connection import connect
 from safedb.client.form import TerminalAnswerer
 from safedb.client.model import schema_to_model
+from safedb.client.sanitize import clean_text
 from safedb.client.schema import UnsupportedSchema, parse_requested_schema
 from safedb.client.targets import http_target
 from safedb.client.urls import review_url
@@ -56,6 +57,21 @@ def redteam_url() -> Iterator[str]:
     ready = re.compile(r"listening at (http://\S+/mcp)")
     with serving_process(REDTEAM_SERVER, cwd=ROOT, env={"PYTHONPATH": str(ROOT)}, ready=ready) as server:
         yield server.url
+
+
+# -- server text: every bidirectional control is removed, and Unicode's line separators break lines -------------
+
+
+@pytest.mark.parametrize(
+    ("text", "multiline", "shown"),
+    [
+        ("Delete \u061c10 rows", True, "Delete 10 rows"),  # the Arabic letter mark, a bidi mark like U+200F
+        ("first\u2028second\u2029third", True, "first\nsecond\nthird"),
+        ("Target\u2028environment", False, "Target environment"),  # a terminal shows U+2028 as nothing
+    ],
+)
+def test_bidi_marks_and_line_separators(text: str, multiline: bool, shown: str) -> None:
+    assert clean_text(text, multiline=multiline) == shown
 
 
 # -- URL mode: a host that browsers read differently from Python is never opened -------------------------------

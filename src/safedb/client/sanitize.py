@@ -16,7 +16,10 @@ _ESCAPE_SEQUENCES = re.compile(
     r"|\x1b[ -/]*[0-~]"  # two-character escapes
     r"|\x9b[0-?]*[ -/]*[@-~]"  # 8-bit CSI
 )
-_BIDI_AND_INVISIBLE = frozenset("\u200b\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069\ufeff")
+_BIDI_AND_INVISIBLE = frozenset("\u061c\u200b\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069\ufeff")
+"""Every bidirectional control (Unicode's Bidi_Control: marks, embeddings, overrides, isolates), the zero-width
+space and U+FEFF."""
+_LINE_SEPARATORS = frozenset("\n\u2028\u2029")
 
 
 def clean_text(text: str, *, multiline: bool = True) -> str:
@@ -27,7 +30,7 @@ def clean_text(text: str, *, multiline: bool = True) -> str:
     text = _ESCAPE_SEQUENCES.sub("", text).replace("\r\n", "\n").replace("\t", "    ")
     kept = []
     for character in text:
-        if character == "\n":
+        if character in _LINE_SEPARATORS:  # U+2028/U+2029 break lines too, where terminals show nothing
             kept.append("\n" if multiline else " ")
         elif character in _BIDI_AND_INVISIBLE or unicodedata.category(character) in ("Cc", "Cs", "Co"):
             continue
