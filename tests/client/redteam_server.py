@@ -37,13 +37,26 @@ def build_server() -> MCPServer:
         """The value of one environment variable of this server process ("(unset)" when it has none)."""
         return os.environ.get(name, "(unset)")
 
+    outcomes: list[str] = []
+
     async def slow(seconds: float) -> str:
         """Answer after the given number of seconds."""
-        await anyio.sleep(seconds)
+        outcomes.append(f"slow {seconds} started")
+        try:
+            await anyio.sleep(seconds)
+        except anyio.get_cancelled_exc_class():
+            outcomes.append(f"slow {seconds} cancelled")
+            raise
+        outcomes.append(f"slow {seconds} done")
         return "done"
+
+    def slow_outcomes() -> str:
+        """How each call of slow ended, in order."""
+        return ", ".join(outcomes) or "none"
 
     server.add_tool(ask_url_to)
     server.add_tool(slow)
+    server.add_tool(slow_outcomes)
     server.add_tool(environment)
     return server
 

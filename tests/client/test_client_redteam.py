@@ -9,9 +9,12 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
+import shutil
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -31,6 +34,7 @@ from safedb.client.targets import http_target
 from safedb.client.urls import review_url
 from tests.client.servers import ROOT
 from tests.client.test_commands import ERAS, answers_file
+from tests.client.test_real_terminal import Tmux
 from tests.client.test_terminal_form import lines, terminal
 from tests.helpers import serving_process
 
@@ -357,3 +361,44 @@ async def test_a_server_that_never_answers_the_session_end_does_not_keep_the_cli
         async with connect(http_target(delete_hanging_url), TerminalAnswerer(), "handshake") as connection:
             result = await connection.call_tool("slow", {"seconds": 0})
     assert result.structured_content == {"result": "done"}
+
+
+# -- Ctrl-C while a call runs, in a real terminal: the call stops, the session goes on ----------------------------
+
+
+class _Terminal(Tmux):
+    def press(self, key: str) -> None:
+        """Press one key, in tmux's names (C-c)."""
+        self._run("send-keys", "-t", "main", key)
+
+
+def _outcomes(url: str) -> str:
+    return safedb("call", url, "slow_outcomes").stdout
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("era", "seconds"), [("handshake", 30.5), ("2026-07-28", 31.5)])
+def test_ctrl_c_while_a_call_runs_stops_the_call_not_the_session(redteam_url: str, era: str, seconds: float) -> None:
+    if shutil.which("tmux") is None:
+        if os.environ.get("SAFEDB_REQUIRE_ALL") == "1":
+            pytest.fail("tmux is required for the terminal tests (SAFEDB_REQUIRE_ALL=1)")
+        pytest.skip("tmux is not installed")
+    path = os.pathsep.join([str(ROOT / "src"), str(ROOT)])
+    client = shlex.join(["env", f"PYTHONPATH={path}", sys.executable, "-m", "safedb", "client", "--era", era])
+    # The shell outlives the Ctrl-C (its trap is reset to the default in the client) to report how the client ended.
+    script = f"trap : INT; {client} {shlex.quote(redteam_url)}; echo EXIT=$?; sleep 60"
+    terminal = _Terminal(["sh", "-c", script])
+    try:
+        at = terminal.wait_for("Red Team Server>")
+        terminal.type(f"slow seconds={seconds}")
+        deadline = time.monotonic() + 30
+        while f"slow {seconds} started" not in _outcomes(redteam_url):  # the call reached the server
+            assert time.monotonic() < deadline, "the call never reached the server"
+        terminal.press("C-c")
+        at = terminal.wait_for("Interrupted.", after=at)
+        terminal.type("slow_outcomes")
+        at = terminal.wait_for(f"slow {seconds} cancelled", after=at)  # the server was told, and stopped it
+        terminal.type("quit")
+        terminal.wait_for("EXIT=0", after=at)
+    finally:
+        terminal.close()

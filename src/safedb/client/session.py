@@ -8,9 +8,12 @@ from __future__ import annotations
 import json
 import logging
 import shlex
+import signal
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+import anyio
+import anyio.abc
 import httpx2
 from mcp.shared.exceptions import MCPError
 from mcp_types import CONNECTION_CLOSED, Tool
@@ -147,5 +150,29 @@ async def interact(runner: CommandRunner) -> None:
             continue
         except EOFError:
             return
-        if (await runner.run(line)).quit:
+        outcome = await _interruptible(runner, line)
+        if outcome is None:
+            runner.write("Interrupted.")
+        elif outcome.quit:
             return
+
+
+async def _interruptible(runner: CommandRunner, line: str) -> CommandOutcome | None:
+    """Run one command; Ctrl-C while it runs stops it (None) rather than ending the whole session.
+
+    A running tool call is abandoned, and the server told to cancel it. (At a form's prompt Ctrl-C is a key, which
+    cancels the question; this is for the time between prompts, when the terminal sends SIGINT.)
+    """
+    outcome: CommandOutcome | None = None
+
+    async def stop_on_interrupt(scope: anyio.CancelScope, *, task_status: anyio.abc.TaskStatus[None]) -> None:
+        with anyio.open_signal_receiver(signal.SIGINT) as interrupts:
+            task_status.started()
+            async for _ in interrupts:
+                scope.cancel()
+
+    async with anyio.create_task_group() as group:
+        await group.start(stop_on_interrupt, group.cancel_scope)
+        outcome = await runner.run(line)
+        group.cancel_scope.cancel()
+    return outcome
