@@ -130,6 +130,13 @@ def test_a_pattern_without_white_space_refuses_unicode_spaces(space: str) -> Non
     ).model_validate({"gap": f"a{space}b"})
 
 
+def test_a_dash_after_a_white_space_class_is_a_dash_not_a_range() -> None:
+    model = schema_to_model({"type": "object", "properties": {"x": {"type": "string", "pattern": "^[\\s-\\uffff]$"}}})
+    assert model.model_validate({"x": "-"}).model_dump(by_alias=True) == {"x": "-"}
+    with pytest.raises(ValueError, match="must match the pattern"):
+        model.model_validate({"x": "\uff10"})  # ECMA-262: \s, "-" and U+FFFF, not a range from U+FEFF
+
+
 @pytest.mark.parametrize("era", ERAS)
 def test_rule_content_with_a_unicode_space_the_pattern_forbids_is_never_sent(
     tmp_path: Path, server_url: str, era: str

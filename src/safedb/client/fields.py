@@ -239,8 +239,13 @@ def python_pattern(pattern: str) -> str:
         if character == "\\" and index + 1 < len(pattern):
             escaped = pattern[index + 1]
             index += 2
-            if escaped == "s":
-                parts.append(_ECMA_SPACE if in_class else f"[{_ECMA_SPACE}]")
+            if escaped == "s" and in_class:
+                parts.append(_ECMA_SPACE)
+                if pattern.startswith("-", index):  # `[\s-z]`: a "-" after a class escape is itself, not a range
+                    parts.append("\\-")
+                    index += 1
+            elif escaped == "s":
+                parts.append(f"[{_ECMA_SPACE}]")
             elif escaped == "S" and not in_class:
                 parts.append(f"[^{_ECMA_SPACE}]")
             elif escaped in "SAZN":  # \\S in a class has no Python equivalent; \\A, \\Z, \\N are Python's own
