@@ -37,7 +37,9 @@ def safedb(*args: str, stdin: str | None = None, timeout: float = 60) -> subproc
         check=False,
         cwd=ROOT,
         input=stdin if stdin is not None else "",
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        # This checkout's code first: in a checkout that is not the installed one (a git worktree), ROOT alone
+        # would run the installed safedb.
+        env={**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), str(ROOT)])},
     )
 
 

@@ -70,7 +70,8 @@ def client_terminal(served: ServerProcess) -> Iterator[Tmux]:
         if os.environ.get("SAFEDB_REQUIRE_ALL") == "1":
             pytest.fail("tmux is required for the terminal tests (SAFEDB_REQUIRE_ALL=1)")
         pytest.skip("tmux is not installed")
-    terminal = Tmux(["env", "TERM=xterm-256color", sys.executable, "-m", "safedb", "client", served.url])
+    path = f"PYTHONPATH={Path(__file__).resolve().parents[2] / 'src'}"  # this checkout's code, not the installed one
+    terminal = Tmux(["env", "TERM=xterm-256color", path, sys.executable, "-m", "safedb", "client", served.url])
     try:
         terminal.wait_for("SafeDB>")
         yield terminal
