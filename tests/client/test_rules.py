@@ -61,6 +61,15 @@ def test_rules_match_message_server_and_tool() -> None:
     assert decide(RULES, request("DELETE FROM scratch_a", tool=None)).result.action == "decline"
 
 
+@pytest.mark.parametrize("hidden", ["\x1b[0m", "\u200b", "\u202e", "\x07", "\x1b]0;title\x07"])
+def test_rules_match_the_message_as_it_is_shown(hidden: str) -> None:
+    """A server's escape sequence or invisible character inside `DROP TABLE` took the question past the rule that
+    declines it to the next one that matched, here one that accepts."""
+    message = f"DROP{hidden} TABLE scratch_abc; DELETE FROM scratch_abc"
+    assert decide(RULES, request(message)).result.action == "decline"
+    assert decide(RULES, request("ok", server=f"Other{hidden} Server")).result.action == "cancel"
+
+
 def test_no_match_gives_the_default_action() -> None:
     decision = decide(RULES, request("UPDATE users SET role = 'admin'"))
     assert (decision.result.action, decision.reason) == ("decline", "no rule matched, default action")
