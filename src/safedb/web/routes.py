@@ -21,6 +21,11 @@ from safedb.settings import Approver
 from safedb.web import pages
 from safedb.web.security import REALM, ApproverCheck, CsrfTokens, origin_of, same_origin, same_text
 
+# Not "runs now": on 2026-07-28 the statement runs only when the client's call comes back for the decision.
+_RUNS_WHEN_TAKEN_UP = (
+    "The statement runs when the client's call takes up the decision (at once, if the call still waits); "
+    "you may close this page."
+)
 _NO_STORE = {"Cache-Control": "no-store", "X-Frame-Options": "DENY", "Referrer-Policy": "same-origin"}
 
 
@@ -87,7 +92,7 @@ def approval_routes(board: ApprovalBoard, approvers: Sequence[Approver], public_
         if not board.decide(found, approve=approve, approver=approver, justification=justification):
             return respond("Already decided", "This approval was decided or expired in the meantime.", 410)
         if approve:
-            return respond("Approved", f"Approved by {approver}. The statement runs now; you may close this page.", 200)
+            return respond("Approved", f"Approved by {approver}. {_RUNS_WHEN_TAKEN_UP}", 200)
         return respond("Rejected", f"Rejected by {approver}. The statement will not run.", 200)
 
     return [
