@@ -5,8 +5,10 @@ from __future__ import annotations
 import json
 import os
 import shlex
+import signal
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -350,3 +352,44 @@ def assert_one_clear_line(result: subprocess.CompletedProcess[str], message: str
     assert result.returncode in (1, 2)
     assert message in result.stderr
     assert "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize("signal_name", ["SIGTERM", "SIGHUP"])
+def test_a_terminated_client_stops_the_stdio_server_it_started(tmp_path: Path, signal_name: str) -> None:
+    """SIGTERM (a process manager) or SIGHUP (a closed terminal) ended the client at once, leaving its stdio server
+    running; now they end it as Ctrl-C does, and the server is stopped with it."""
+    pid_file = tmp_path / "server.pid"
+    server = f"sh -c {shlex.quote(f'echo $$ > {shlex.quote(str(pid_file))}; exec sleep 600')}"
+    command = [sys.executable, "-m", "safedb", "call", "--stdio", server, "some_tool"]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), str(ROOT)])}
+    server_pid = 0
+    with subprocess.Popen(
+        command, cwd=ROOT, env=env, stdin=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
+    ) as client:
+        try:
+            deadline = time.monotonic() + 30
+            while not pid_file.exists() or not pid_file.read_text().strip():
+                assert time.monotonic() < deadline, "the client did not start its stdio server"
+                time.sleep(0.05)
+            server_pid = int(pid_file.read_text())
+            client.send_signal(getattr(signal, signal_name))
+            _, stderr = client.communicate(timeout=30)
+            deadline = time.monotonic() + 10
+            while _running(server_pid) and time.monotonic() < deadline:
+                time.sleep(0.05)
+            assert not _running(server_pid), "the stdio server outlived the client"
+            assert "Traceback" not in stderr
+        finally:
+            if client.poll() is None:
+                client.kill()
+            if server_pid and _running(server_pid):
+                os.kill(server_pid, signal.SIGKILL)
+
+
+def _running(pid: int) -> bool:
+    """Whether `pid` is a live process (not a zombie waiting for its parent)."""
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False

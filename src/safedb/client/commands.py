@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import signal
 import sys
-from collections.abc import Awaitable, Callable, Sequence
-from contextlib import nullcontext
+import threading
+from collections.abc import Awaitable, Callable, Iterator, Sequence
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -215,10 +217,33 @@ def _run(target: Target, answerer: Answerer, era: str, work: Callable[[Connectio
     # Forms go to the terminal: to stderr when stdout is redirected (e.g. `safedb call --json | jq`).
     session = nullcontext() if sys.stdout.isatty() else create_app_session(output=create_output(stdout=sys.stderr))
     try:
-        with session:
+        with session, _interrupted_by_termination():
             return anyio.run(main)
     except* (OSError, httpx2.HTTPError, MCPError, EraUnavailable) as group:
         raise click.ClickException(f"Cannot talk to {target.describe()}: {_first_message(group)}") from None
+
+
+@contextmanager
+def _interrupted_by_termination() -> Iterator[None]:
+    """SIGTERM and SIGHUP (a process manager stopping the client, a closed terminal) interrupt it as Ctrl-C does, so
+    that it ends its session and stops the stdio server it started; by default they ended the client at once and
+    left that server running."""
+    if threading.current_thread() is not threading.main_thread():  # only the main thread may set handlers
+        yield
+        return
+    numbers = [getattr(signal, name) for name in ("SIGTERM", "SIGHUP") if hasattr(signal, name)]
+    handlers = {number: signal.getsignal(number) for number in numbers}
+
+    def interrupt(_number: int, _frame: object) -> None:
+        raise KeyboardInterrupt
+
+    for number in handlers:
+        signal.signal(number, interrupt)
+    try:
+        yield
+    finally:
+        for number, handler in handlers.items():
+            signal.signal(number, handler)
 
 
 def _first_message(group: BaseExceptionGroup[Any]) -> str:
