@@ -209,6 +209,23 @@ def test_config_file_targets(tmp_path: Path, server_url: str, key: str) -> None:
     assert "no server named 'nope'" in missing.stderr
 
 
+def test_a_config_file_with_comments_and_trailing_commas_as_vs_code_writes_them(
+    tmp_path: Path, server_url: str
+) -> None:
+    """VS Code's mcp.json is JSON with comments (JSONC); such a file was refused as not valid JSON."""
+    config = tmp_path / "mcp.json"
+    config.write_text(
+        "{\n"
+        "  // SafeDB's test server; see https://example.com/docs // not the end of the string\n"
+        '  "servers": {\n'
+        f'    "over-http": {{"type": "http", "url": {json.dumps(server_url)}, /* over HTTP */ }},\n'
+        "  },\n"
+        "}\n"
+    )
+    result = safedb("call", "--config", str(config), "--server", "over-http", "echo", "text=hello")
+    assert (result.returncode, result.stdout.strip()) == (0, "hello"), result.stderr
+
+
 def test_client_runs_session_commands_from_options_and_stdin(server_url: str) -> None:
     by_option = safedb("client", server_url, "-x", "tools", "-x", "echo text=hi", "-x", "history")
     assert by_option.returncode == 0, by_option.stderr
@@ -309,6 +326,8 @@ NON_ASCII_HEADER = json.dumps({"mcpServers": {"a": {"url": "http://127.0.0.1:9/m
         ("--answers", NOT_UTF8, "The answers file {path} is not UTF-8 text"),
         ("--answers", NESTED_TOO_DEEPLY, "The answers file {path} nests its JSON too deeply"),
         ("--config", NOT_UTF8, "The config file {path} is not UTF-8 text"),
+        ("--config", b'{"servers": {"a": {"url": "x"} // no closing brace', "The config file {path} is not valid JSON"),
+        ("--config", NESTED_TOO_DEEPLY, "The config file {path} nests its JSON too deeply"),
         ("--config", NON_ASCII_HEADER.encode(), "Server 'a': Header name 'X-é' may only contain ASCII"),
         ("--config", BAD_PORT.encode(), "Server 'a': 'http://127.0.0.1:99999/mcp' is not a valid URL"),
     ],
@@ -316,6 +335,8 @@ NON_ASCII_HEADER = json.dumps({"mcpServers": {"a": {"url": "http://127.0.0.1:9/m
         "answers-not-utf8",
         "answers-nested-too-deeply",
         "config-not-utf8",
+        "config-unclosed",
+        "config-nested-too-deeply",
         "config-non-ascii-header",
         "config-bad-port",
     ],

@@ -91,7 +91,7 @@ def stdio_target(command_line: str) -> StdioTarget:
 def config_target(path: Path, name: str) -> Target:
     """The server `name` from an `mcpServers` (or VS Code `servers`) JSON file."""
     try:
-        data = read_data_file(path, "config file")
+        data = read_data_file(path, "config file", comments=True)
     except DataFileError as exc:
         raise TargetError(str(exc)) from None
     servers = _servers(data)
