@@ -75,12 +75,12 @@ CONFIRM_SCHEMA: dict[str, Any] = {
 MESSAGE = "Please fill in the \x1b[31mfeature\x1b[0m form.\x1b]0;evil title\x07 Thanks!"
 
 
-def _modern(ctx: Context[Any, Any]) -> bool:
+def speaks_input_required(ctx: Context[Any, Any]) -> bool:
     version = ctx.protocol_version
     return version is not None and is_version_at_least(version, "2026-07-28")
 
 
-def _answered(results: dict[str, ElicitResult]) -> CallToolResult:
+def answers_result(results: dict[str, ElicitResult]) -> CallToolResult:
     structured = {key: result.model_dump(mode="json", exclude_none=True) for key, result in results.items()}
     text = ", ".join(f"{key}: {result.action}" for key, result in results.items())
     return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=structured)
@@ -90,10 +90,10 @@ async def _ask_forms(
     ctx: Context[Any, Any], questions: dict[str, tuple[str, dict[str, Any]]]
 ) -> CallToolResult | InputRequiredResult:
     """Ask every question at once: as concurrent elicitation/create requests, or as one InputRequiredResult."""
-    if _modern(ctx):
+    if speaks_input_required(ctx):
         responses = ctx.input_responses or {}
         if all(isinstance(responses.get(key), ElicitResult) for key in questions):
-            return _answered({key: responses[key] for key in questions})  # type: ignore[misc]
+            return answers_result({key: responses[key] for key in questions})  # type: ignore[misc]
         requests = {
             key: ElicitRequest(params=ElicitRequestFormParams(message=message, requested_schema=schema))
             for key, (message, schema) in questions.items()
@@ -107,7 +107,7 @@ async def _ask_forms(
     async with anyio.create_task_group() as group:
         for key, (message, schema) in questions.items():
             group.start_soon(ask, key, message, schema)
-    return _answered({key: results[key] for key in questions})
+    return answers_result({key: results[key] for key in questions})
 
 
 def build_server() -> MCPServer:
@@ -143,10 +143,10 @@ def build_server() -> MCPServer:
     async def ask_url(ctx: Context[Any, Any]) -> CallToolResult | InputRequiredResult:
         """Send the person to a web page (URL mode)."""
         url = "https://example.com/approve?request=42"
-        if _modern(ctx):
+        if speaks_input_required(ctx):
             response = (ctx.input_responses or {}).get("page")
             if isinstance(response, ElicitResult):
-                return _answered({"page": response})
+                return answers_result({"page": response})
             request = ElicitRequest(params=ElicitRequestURLParams(message="Approve on the web page", url=url))
             return InputRequiredResult(input_requests={"page": request}, request_state="url")  # type: ignore[arg-type]
         result = await ctx.session.elicit_url(
@@ -154,7 +154,7 @@ def build_server() -> MCPServer:
         )
         if result.action == "accept":
             await ctx.session.send_elicit_complete("page-42", related_request_id=ctx.request_id)
-        return _answered({"page": result})
+        return answers_result({"page": result})
 
     authorized: set[str] = set()
     background: set[asyncio.Task[None]] = set()
@@ -219,17 +219,21 @@ def main() -> None:
             print(options.banner, flush=True)
         anyio.run(server.run_stdio_async)
         return
-    app = server.streamable_http_app(host="127.0.0.1")
-    config = uvicorn.Config(app, host="127.0.0.1", port=options.port, log_level="warning", lifespan="on")
-    web = uvicorn.Server(config)
+    serve_over_http(server.streamable_http_app(host="127.0.0.1"), options.port)
+
+
+def serve_over_http(app: Any, port: int, **config: Any) -> None:
+    """Serve `app` on 127.0.0.1:`port` (0: a free one) with uvicorn (`config`: more of its settings), saying
+    "listening at URL" on stderr once it listens."""
+    web = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on", **config))
 
     async def serve() -> None:
         async with anyio.create_task_group() as group:
             group.start_soon(web.serve)
             while not web.started:
                 await anyio.sleep(0.01)
-            port = web.servers[0].sockets[0].getsockname()[1]
-            print(f"listening at http://127.0.0.1:{port}/mcp", file=sys.stderr, flush=True)
+            bound = web.servers[0].sockets[0].getsockname()[1]
+            print(f"listening at http://127.0.0.1:{bound}/mcp", file=sys.stderr, flush=True)
 
     anyio.run(serve)
 

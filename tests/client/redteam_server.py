@@ -8,15 +8,13 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 from typing import Any
 
 import anyio
-import uvicorn
 from mcp.server.mcpserver import Context, MCPServer
 from mcp_types import CallToolResult, ElicitRequest, ElicitRequestURLParams, ElicitResult, InputRequiredResult
 
-from tests.client.feature_server import _answered, _modern
+from tests.client.feature_server import answers_result, serve_over_http, speaks_input_required
 
 
 def build_server() -> MCPServer:
@@ -24,14 +22,14 @@ def build_server() -> MCPServer:
 
     async def ask_url_to(url: str, ctx: Context[Any, Any]) -> CallToolResult | InputRequiredResult:
         """Send the person to exactly the given URL (URL mode)."""
-        if _modern(ctx):
+        if speaks_input_required(ctx):
             response = (ctx.input_responses or {}).get("page")
             if isinstance(response, ElicitResult):
-                return _answered({"page": response})
+                return answers_result({"page": response})
             request = ElicitRequest(params=ElicitRequestURLParams(message="Open this page", url=url))
             return InputRequiredResult(input_requests={"page": request}, request_state="url")  # type: ignore[arg-type]
         result = await ctx.session.elicit_url("Open this page", url, "page-1", related_request_id=ctx.request_id)
-        return _answered({"page": result})
+        return answers_result({"page": result})
 
     def environment(name: str) -> str:
         """The value of one environment variable of this server process ("(unset)" when it has none)."""
@@ -77,20 +75,7 @@ def main() -> None:
             await anyio.sleep_forever()
         await mcp_app(scope, receive, send)
 
-    config = uvicorn.Config(
-        app, host="127.0.0.1", port=options.port, log_level="warning", lifespan="on", timeout_graceful_shutdown=1
-    )
-    web = uvicorn.Server(config)
-
-    async def serve() -> None:
-        async with anyio.create_task_group() as group:
-            group.start_soon(web.serve)
-            while not web.started:
-                await anyio.sleep(0.01)
-            port = web.servers[0].sockets[0].getsockname()[1]
-            print(f"listening at http://127.0.0.1:{port}/mcp", file=sys.stderr, flush=True)
-
-    anyio.run(serve)
+    serve_over_http(app, options.port, timeout_graceful_shutdown=1)
 
 
 if __name__ == "__main__":

@@ -15,9 +15,8 @@ from mcp_types import ElicitResult
 
 from safedb.audit import AuditQuery, SqliteAuditStore
 from safedb.db.backend import QueryLimits
-from safedb.db.demo import ensure_demo_database
-from safedb.web.passwords import hash_password
 from tests.helpers import Responder, in_process_server, rows
+from tests.web.test_approval_page import prod_config
 
 pytestmark = pytest.mark.anyio
 
@@ -64,24 +63,7 @@ async def test_over_stdio_a_target_approved_on_the_web_page_refuses_changes_plai
     """The approval page is served on SafeDB's HTTP server, which a stdio server does not run: the question went out
     with a link to http://127.0.0.1/approvals/... (port 80, where nothing listens), and a person who opened it found
     nothing, while the call waited for the whole approval timeout. Changes are refused at once, saying why."""
-    database = ensure_demo_database(tmp_path / "prod")
-    config = tmp_path / "safedb.toml"
-    hashed = hash_password("a long approver password", iterations=1000)
-    config.write_text(
-        f"""
-[server]
-audit_db = "audit.db"
-approvers = [{{ name = "alice", password_hash = "{hashed}" }}]
-
-[targets.prod]
-database = "prod/demo.db"
-environment = "production"
-
-[targets.prod.policy]
-channel = "web"
-""",
-        encoding="utf-8",
-    )
+    config, database, audit_db = prod_config(tmp_path)
     asked = Responder(action="accept", content=None)
     params = StdioServerParameters(
         command=sys.executable,
@@ -99,5 +81,5 @@ channel = "web"
     assert "HTTP" in change.structured_content["message"]
     assert asked.asked == []
     assert rows(database, "SELECT count(*) FROM invoices WHERE id = 7") == [(1,)]
-    with SqliteAuditStore.open(tmp_path / "audit.db", readonly=True) as audit:
+    with SqliteAuditStore.open(audit_db, readonly=True) as audit:
         assert [str(record.decision) for record in audit.records(AuditQuery())] == ["refused"]

@@ -57,17 +57,26 @@ def served(tmp_path: Path) -> Iterator[tuple[ServerProcess, Path, Path]]:
         yield server
 
 
-@contextmanager
-def serving_prod(tmp_path: Path, approval_timeout: float = 60) -> Iterator[tuple[ServerProcess, Path, Path]]:
-    """SafeDB with one production target, approved on the web page by alice."""
+def prod_config(
+    tmp_path: Path,
+    approval_timeout: float | str = 60,
+    approvers: tuple[str, ...] = ("alice",),
+    server_extra: str = "",
+    iterations: int = 1000,
+) -> tuple[Path, Path, Path]:
+    """A configuration file with one production target approved on the web page by `approvers` (all with
+    PASSWORD), in `tmp_path`: the file, the target's database and the audit log."""
     database = ensure_demo_database(tmp_path / "prod")
     audit = tmp_path / "audit.db"
     config = tmp_path / "safedb.toml"
+    hashed = hash_password(PASSWORD, iterations=iterations)
+    listed = ", ".join(f'{{ name = "{name}", password_hash = "{hashed}" }}' for name in approvers)
     config.write_text(
         f"""
 [server]
 audit_db = "{audit.name}"
-approvers = [{{ name = "alice", password_hash = "{hash_password(PASSWORD, iterations=1000)}" }}]
+approvers = [{listed}]
+{server_extra}
 
 [targets.prod]
 database = "prod/demo.db"
@@ -79,6 +88,19 @@ approval_timeout = {approval_timeout}
 """,
         encoding="utf-8",
     )
+    return config, database, audit
+
+
+@contextmanager
+def serving_prod(
+    tmp_path: Path,
+    approval_timeout: float | str = 60,
+    approvers: tuple[str, ...] = ("alice",),
+    server_extra: str = "",
+    iterations: int = 1000,
+) -> Iterator[tuple[ServerProcess, Path, Path]]:
+    """SafeDB serving `prod_config` over HTTP."""
+    config, database, audit = prod_config(tmp_path, approval_timeout, approvers, server_extra, iterations)
     command = [sys.executable, "-m", "safedb", "serve", "--config", str(config), "--port", "0"]
     with serving_process(command, env={"SAFEDB_DATA_DIR": str(tmp_path / "data")}) as server:
         yield server, database, audit
@@ -151,6 +173,11 @@ def audit_records(path: Path) -> list[tuple[str, str | None]]:
 
 def post(url: str, fields: dict[str, str], headers: dict[str, str]) -> int:
     request = urllib.request.Request(url, data=urllib.parse.urlencode(fields).encode(), headers=headers, method="POST")
+    return http_status(request)
+
+
+def http_status(request: urllib.request.Request) -> int:
+    """The status the server answers `request` with, error statuses included."""
     try:
         with urllib.request.urlopen(request, timeout=10) as response:
             return int(response.status)

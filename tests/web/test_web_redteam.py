@@ -6,13 +6,10 @@ from __future__ import annotations
 import base64
 import html
 import re
-import sys
 import time
 import urllib.error
 import urllib.parse
 import urllib.request
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import anyio
@@ -20,64 +17,26 @@ import pytest
 from mcp.client.client import Client
 from mcp_types import Implementation
 
-from safedb.db.demo import ensure_demo_database
-from safedb.web.passwords import hash_password
-from tests.helpers import ServerProcess, rows, serving_process
-from tests.web.test_approval_page import audit_records, link_token, post, waiting_call
+from tests.helpers import rows
+from tests.web.test_approval_page import (
+    PASSWORD,
+    audit_records,
+    http_status,
+    link_token,
+    post,
+    serving_prod,
+    waiting_call,
+)
 
 pytestmark = pytest.mark.anyio
-
-PASSWORD = "correct horse battery staple"
 
 
 def basic(name: str, password: str = PASSWORD) -> str:
     return "Basic " + base64.b64encode(f"{name}:{password}".encode()).decode()
 
 
-@contextmanager
-def serving(
-    tmp_path: Path,
-    approvers: tuple[str, ...],
-    server_extra: str = "",
-    iterations: int = 1000,
-    approval_timeout: str = "60",
-) -> Iterator[tuple[ServerProcess, Path, Path]]:
-    """SafeDB with one production target approved on the web page by `approvers` (all with PASSWORD)."""
-    database = ensure_demo_database(tmp_path / "prod")
-    audit = tmp_path / "audit.db"
-    config = tmp_path / "safedb.toml"
-    hashed = hash_password(PASSWORD, iterations=iterations)
-    listed = ", ".join(f'{{ name = "{name}", password_hash = "{hashed}" }}' for name in approvers)
-    config.write_text(
-        f"""
-[server]
-audit_db = "{audit.name}"
-approvers = [{listed}]
-{server_extra}
-
-[targets.prod]
-database = "prod/demo.db"
-environment = "production"
-
-[targets.prod.policy]
-channel = "web"
-approval_timeout = {approval_timeout}
-""",
-        encoding="utf-8",
-    )
-    command = [sys.executable, "-m", "safedb", "serve", "--config", str(config), "--port", "0"]
-    with serving_process(command, env={"SAFEDB_DATA_DIR": str(tmp_path / "data")}) as server:
-        yield server, database, audit
-
-
 def status_of(url: str, authorization: str) -> int:
-    request = urllib.request.Request(url, headers={"Authorization": authorization})
-    try:
-        with urllib.request.urlopen(request, timeout=10) as response:
-            return int(response.status)
-    except urllib.error.HTTPError as error:
-        error.close()
-        return error.code
+    return http_status(urllib.request.Request(url, headers={"Authorization": authorization}))
 
 
 def csrf_of(link: str, authorization: str) -> str:
@@ -93,7 +52,7 @@ async def test_non_ascii_names_tokens_and_passwords_are_answered_not_crashed_on(
     """`hmac.compare_digest` refuses str with non-ASCII characters (TypeError): an approver named `José` could not
     sign in, and while one was configured, every wrong password of an approver listed before was a 500; a non-ASCII
     user name, link token or CSRF token from anyone was a 500 with a traceback in the log."""
-    with serving(tmp_path, ("alice", "José")) as (server, database, audit):
+    with serving_prod(tmp_path, approvers=("alice", "José")) as (server, database, audit):
         base = server.url.removesuffix("/mcp")
         assert status_of(f"{base}/approvals", basic("alice")) == 200
         assert status_of(f"{base}/approvals", basic("José")) == 200
@@ -126,7 +85,7 @@ async def test_a_decision_from_the_public_address_is_same_origin(tmp_path: Path,
     """Behind a proxy (TLS at the proxy, the server on 127.0.0.1), approvers' browsers are on `public_url`: their
     POST says `Origin: https://approvals.example` while the server sees `http://127.0.0.1:PORT`. Every decision
     was refused as cross-site; the public address is SafeDB's own page, other sites still are not."""
-    with serving(tmp_path, ("alice",), f'public_url = "{public_url}"') as (server, database, audit):
+    with serving_prod(tmp_path, server_extra=f'public_url = "{public_url}"') as (server, database, audit):
         async with waiting_call(server.url, "legacy") as (responder, results):
             link = responder.urls[0]
             assert link.startswith(public_url.rstrip("/") + "/approvals/")
@@ -159,7 +118,7 @@ async def test_a_rejection_on_the_page_records_who_rejected_and_why(
 ) -> None:
     """An approval records `alice: <justification>`; a rejection recorded neither the approver nor the reason they
     typed, so the log could not say who stopped a change."""
-    with serving(tmp_path, ("alice", "bob")) as (server, database, audit):
+    with serving_prod(tmp_path, approvers=("alice", "bob")) as (server, database, audit):
         async with waiting_call(server.url, mode) as (responder, results):
             link = responder.urls[0]
             fields = {
@@ -178,7 +137,7 @@ async def test_password_guesses_do_not_hold_up_the_mcp_server(tmp_path: Path) ->
     """Each Basic-auth check runs PBKDF2 (600,000 rounds by default: a tenth of a second or more). It ran on the
     event loop, so anyone who knew an approver's name could stall every MCP call of the server for as long as they
     kept sending wrong passwords: 24 guesses held reads up for seconds. Checks now run in worker threads."""
-    with serving(tmp_path, ("alice",), iterations=600_000) as (server, _, _):
+    with serving_prod(tmp_path, iterations=600_000) as (server, _, _):
         guesses = urllib.request.Request(
             server.url.removesuffix("/mcp") + "/approvals", headers={"Authorization": basic("alice", "guess")}
         )
@@ -219,7 +178,7 @@ async def test_the_client_name_on_the_page_hides_and_reorders_nothing(tmp_path: 
     (and the pending list) showed the rest of the line reversed, its session id included; a run of line breaks or
     blanks pushed the session id out of sight. The name is shown as the statement is: `⟨U+202E⟩`."""
     name = Implementation(name="ops-console\u202e" + "\n" * 40 + "x", version="1.0")
-    with serving(tmp_path, ("alice",)) as (server, database, _):
+    with serving_prod(tmp_path) as (server, database, _):
         async with waiting_call(server.url, "legacy", client_info=name) as (responder, _results):
             link = responder.urls[0]
             request = urllib.request.Request(link, headers={"Authorization": basic("alice")})
@@ -246,7 +205,7 @@ async def test_the_pending_list_links_through_the_public_address(tmp_path: Path)
     absolute paths (`/approvals/...`), which leave the prefix out: the browser went to the proxy's own
     /approvals. They now resolve, from the list, to the same link the client was given."""
     public = "https://approvals.example/safedb"
-    with serving(tmp_path, ("alice",), f'public_url = "{public}/"') as (server, _, _):
+    with serving_prod(tmp_path, server_extra=f'public_url = "{public}/"') as (server, _, _):
         async with waiting_call(server.url, "legacy") as (responder, _results):
             link = responder.urls[0]
             listing = urllib.request.Request(
@@ -266,7 +225,7 @@ async def test_the_pending_list_links_through_the_public_address(tmp_path: Path)
 async def test_an_approval_that_expires_past_the_calendar_still_shows(tmp_path: Path) -> None:
     """`approval_timeout = 1e300` (never, in effect) is a valid setting; the page printed the expiry with
     `time.gmtime`, which raised OverflowError: every approval page was a 500."""
-    with serving(tmp_path, ("alice",), approval_timeout="1e300") as (server, database, _):
+    with serving_prod(tmp_path, approval_timeout="1e300") as (server, database, _):
         async with waiting_call(server.url, "legacy") as (responder, _results):
             link = responder.urls[0]
             with urllib.request.urlopen(
