@@ -395,6 +395,8 @@ def test_a_terminated_client_stops_the_stdio_server_it_started(tmp_path: Path, s
             server_pid = int(pid_file.read_text())
             client.send_signal(getattr(signal, signal_name))
             _, stderr = client.communicate(timeout=30)
+            assert client.returncode == 128 + getattr(signal, signal_name), stderr
+            assert f"Stopped by {signal_name}." in stderr
             deadline = time.monotonic() + 10
             while _running(server_pid) and time.monotonic() < deadline:
                 time.sleep(0.05)

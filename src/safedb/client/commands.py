@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import signal
 import sys
-import threading
-from collections.abc import Awaitable, Callable, Iterator, Sequence
-from contextlib import contextmanager, nullcontext
+from collections.abc import Awaitable, Callable, Sequence
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -217,33 +216,37 @@ def _run(target: Target, answerer: Answerer, era: str, work: Callable[[Connectio
     # Forms go to the terminal: to stderr when stdout is redirected (e.g. `safedb call --json | jq`).
     session = nullcontext() if sys.stdout.isatty() else create_app_session(output=create_output(stdout=sys.stderr))
     try:
-        with session, _interrupted_by_termination():
-            return anyio.run(main)
+        with session:
+            return anyio.run(_until_terminated, main)
     except* (OSError, httpx2.HTTPError, MCPError, EraUnavailable) as group:
         raise click.ClickException(f"Cannot talk to {target.describe()}: {_first_message(group)}") from None
 
 
-@contextmanager
-def _interrupted_by_termination() -> Iterator[None]:
-    """SIGTERM and SIGHUP (a process manager stopping the client, a closed terminal) interrupt it as Ctrl-C does, so
-    that it ends its session and stops the stdio server it started; by default they ended the client at once and
-    left that server running."""
-    if threading.current_thread() is not threading.main_thread():  # only the main thread may set handlers
-        yield
-        return
-    numbers = [getattr(signal, name) for name in ("SIGTERM", "SIGHUP") if hasattr(signal, name)]
-    handlers = {number: signal.getsignal(number) for number in numbers}
+_TERMINATING = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGHUP") if hasattr(signal, name))
 
-    def interrupt(_number: int, _frame: object) -> None:
-        raise KeyboardInterrupt
 
-    for number in handlers:
-        signal.signal(number, interrupt)
+async def _until_terminated(main: Callable[[], Awaitable[_T]]) -> _T:
+    """`main()`, cancelled by SIGTERM or SIGHUP (a process manager stopping the client, a closed terminal) so that
+    it ends its session and stops the stdio server it started (their default action ended the client at once and
+    left that server running); then exit with the usual status, 128 + the signal's number."""
+    received: list[int] = []
     try:
-        yield
+        with anyio.open_signal_receiver(*_TERMINATING) as signals:
+            async with anyio.create_task_group() as group:
+
+                async def stop_on_signal() -> None:
+                    async for number in signals:
+                        received.append(number)
+                        group.cancel_scope.cancel()
+
+                group.start_soon(stop_on_signal)
+                result = await main()
+                group.cancel_scope.cancel()
+        return result
     finally:
-        for number, handler in handlers.items():
-            signal.signal(number, handler)
+        if received:  # whatever the cancelled call ended in
+            click.echo(f"Stopped by {signal.Signals(received[0]).name}.", err=True)
+            sys.exit(128 + received[0])
 
 
 def _first_message(group: BaseExceptionGroup[Any]) -> str:
