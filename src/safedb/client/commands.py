@@ -20,6 +20,7 @@ from safedb.client.connection import ERA_MODES, Connection, EraUnavailable, conn
 from safedb.client.console_log import log_to_console
 from safedb.client.demo import demo_server, run_demo
 from safedb.client.form import TerminalAnswerer
+from safedb.client.interrupts import Interrupted, cancelled_by
 from safedb.client.requests import Answerer
 from safedb.client.rules import AnswerRules, RuleAnswerer, RuleDecision, RulesFileError, load_rules
 from safedb.client.sanitize import clean_text
@@ -222,31 +223,18 @@ def _run(target: Target, answerer: Answerer, era: str, work: Callable[[Connectio
         raise click.ClickException(f"Cannot talk to {target.describe()}: {_first_message(group)}") from None
 
 
-_TERMINATING = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGHUP") if hasattr(signal, name))
+_TERMINATING = tuple(signal.Signals[name] for name in ("SIGTERM", "SIGHUP") if hasattr(signal, name))
 
 
 async def _until_terminated(main: Callable[[], Awaitable[_T]]) -> _T:
     """`main()`, cancelled by SIGTERM or SIGHUP (a process manager stopping the client, a closed terminal) so that
     it ends its session and stops the stdio server it started (their default action ended the client at once and
     left that server running); then exit with the usual status, 128 + the signal's number."""
-    received: list[int] = []
     try:
-        with anyio.open_signal_receiver(*_TERMINATING) as signals:
-            async with anyio.create_task_group() as group:
-
-                async def stop_on_signal() -> None:
-                    async for number in signals:
-                        received.append(number)
-                        group.cancel_scope.cancel()
-
-                group.start_soon(stop_on_signal)
-                result = await main()
-                group.cancel_scope.cancel()
-        return result
-    finally:
-        if received:  # whatever the cancelled call ended in
-            click.echo(f"Stopped by {signal.Signals(received[0]).name}.", err=True)
-            sys.exit(128 + received[0])
+        return await cancelled_by(_TERMINATING, main)
+    except Interrupted as stop:
+        click.echo(f"Stopped by {stop.signal.name}.", err=True)
+        sys.exit(128 + stop.signal)
 
 
 def _first_message(group: BaseExceptionGroup[Any]) -> str:

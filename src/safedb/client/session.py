@@ -12,8 +12,6 @@ import signal
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-import anyio
-import anyio.abc
 import httpx2
 from mcp.shared.exceptions import MCPError
 from mcp_types import CONNECTION_CLOSED, Tool
@@ -24,6 +22,7 @@ from pydantic import ValidationError
 
 from safedb.client.arguments import ArgumentError, parse_arguments
 from safedb.client.connection import Connection
+from safedb.client.interrupts import Interrupted, cancelled_by
 from safedb.client.results import describe_tools, error_json, render_error, render_result, result_json
 from safedb.client.sanitize import clean_text
 
@@ -163,16 +162,7 @@ async def _interruptible(runner: CommandRunner, line: str) -> CommandOutcome | N
     A running tool call is abandoned, and the server told to cancel it. (At a form's prompt Ctrl-C is a key, which
     cancels the question; this is for the time between prompts, when the terminal sends SIGINT.)
     """
-    outcome: CommandOutcome | None = None
-
-    async def stop_on_interrupt(scope: anyio.CancelScope, *, task_status: anyio.abc.TaskStatus[None]) -> None:
-        with anyio.open_signal_receiver(signal.SIGINT) as interrupts:
-            task_status.started()
-            async for _ in interrupts:
-                scope.cancel()
-
-    async with anyio.create_task_group() as group:
-        await group.start(stop_on_interrupt, group.cancel_scope)
-        outcome = await runner.run(line)
-        group.cancel_scope.cancel()
-    return outcome
+    try:
+        return await cancelled_by((signal.SIGINT,), lambda: runner.run(line))
+    except Interrupted:
+        return None
