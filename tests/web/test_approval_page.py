@@ -176,10 +176,10 @@ def post(url: str, fields: dict[str, str], headers: dict[str, str]) -> int:
     return http_status(request)
 
 
-def http_status(request: urllib.request.Request) -> int:
+def http_status(request: urllib.request.Request, timeout: float = 10) -> int:
     """The status the server answers `request` with, error statuses included."""
     try:
-        with urllib.request.urlopen(request, timeout=10) as response:
+        with urllib.request.urlopen(request, timeout=timeout) as response:
             return int(response.status)
     except urllib.error.HTTPError as error:
         error.close()

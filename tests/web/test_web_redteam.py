@@ -143,12 +143,7 @@ async def test_password_guesses_do_not_hold_up_the_mcp_server(tmp_path: Path) ->
         )
 
         def guess() -> int:
-            try:
-                with urllib.request.urlopen(guesses, timeout=60) as response:
-                    return int(response.status)
-            except urllib.error.HTTPError as error:
-                error.close()
-                return error.code
+            return http_status(guesses, timeout=60)
 
         async with Client(server.url, mode="legacy") as client:
             slowest = 0.0
