@@ -218,6 +218,7 @@ def _connect(target: str, *, uri: bool, busy_timeout: float) -> sqlite3.Connecti
     except sqlite3.Error as exc:
         raise DatabaseOpenError(f"Cannot open the database: {exc}") from exc
     connection.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, MAX_VALUE_BYTES)
+    connection.text_factory = decode_text
     connection.execute(f"PRAGMA hard_heap_limit = {MAX_SQLITE_HEAP_BYTES}")
     # `fts3_tokenizer(name, pointer)` makes SQLite call whatever native address it is given, and what it
     # registers outlives a rollback. The deny list refuses it in statements, but a call stored in the schema
@@ -226,6 +227,13 @@ def _connect(target: str, *, uri: bool, busy_timeout: float) -> sqlite3.Connecti
     for arguments in (1, 2):
         connection.create_function("fts3_tokenizer", arguments, _refuse_native_pointers)
     return connection
+
+
+def decode_text(data: bytes) -> str:
+    """TEXT values as str, with U+FFFD for bytes that are not UTF-8. SQLite stores whatever bytes a program
+    gave it as TEXT, and Python's own decoding fails the whole statement on the first such value (a read, a
+    dry run, the rows an approved change returns); so does EXPLAIN on a BLOB literal that is not UTF-8."""
+    return data.decode("utf-8", "replace")
 
 
 def _refuse_native_pointers(*_: object) -> None:

@@ -28,6 +28,8 @@ from safedb.sql.structure import functions_in_checks, statement_shape
 # statements, all in one match: stripping them a piece at a time copied the rest of the text each time.
 _LEADING_NOISE = re.compile(r"(?:\s+|;|--[^\n]*(?:\n|$)|/\*.*?(?:\*/|$))*", re.DOTALL)
 _WORD = re.compile(r"[A-Za-z_]+")
+_SQL_SPACE = " \t\n\f\r"
+"""What SQLite's tokenizer takes for white space (`str.isspace` takes more)."""
 
 
 def leading_keyword(sql: str) -> str | None:
@@ -35,6 +37,18 @@ def leading_keyword(sql: str) -> str | None:
     noise = _LEADING_NOISE.match(sql)
     word = _WORD.match(sql, noise.end() if noise else 0)
     return word.group(0).upper() if word else None
+
+
+def without_trailing_empty_statements(sql: str) -> str:
+    """`sql` without the empty statements after its end (`SELECT 1;;`), which Python's sqlite3 takes for a
+    second statement. Only when the first `;` of that run ends a complete statement by SQLite's own reading
+    (not one inside a string, a comment or a trigger's body): then what follows is only `;` and whitespace."""
+    body = sql.rstrip(_SQL_SPACE + ";")
+    end = sql.find(";", len(body))
+    if end < 0 or end == len(sql.rstrip(_SQL_SPACE)) - 1:  # no `;`, or just one: Python takes it as it is
+        return sql
+    statement = sql[: end + 1]
+    return statement if sqlite3.complete_statement(statement) else sql
 
 
 @dataclass(frozen=True)
@@ -77,6 +91,7 @@ def inspect_statement(connection: sqlite3.Connection, sql: str, schema: SchemaFa
             "The statement starts with a byte order mark (U+FEFF), which SQLite cannot read. Nothing was run; "
             "send it without one."
         )
+    sql = without_trailing_empty_statements(sql)
     keyword = leading_keyword(sql)
     if keyword is None:
         raise EmptyStatement
@@ -97,8 +112,6 @@ def inspect_statement(connection: sqlite3.Connection, sql: str, schema: SchemaFa
         return sqlite3.SQLITE_OK
 
     connection.set_authorizer(record)
-    # The program lists the statement's constants as text (P4), and a BLOB literal's bytes need not be UTF-8.
-    connection.text_factory = _lenient_text
     try:
         cursor = connection.execute(sql if explain_only else f"EXPLAIN {sql}")
         program = [] if explain_only else [Instruction(str(row[1]), int(row[3]), int(row[4]), row[5]) for row in cursor]
@@ -112,8 +125,6 @@ def inspect_statement(connection: sqlite3.Connection, sql: str, schema: SchemaFa
         raise InvalidStatement(f"SQLite cannot run this statement: {exc}") from exc
     except ValueError as exc:  # e.g. a NUL character in the text
         raise InvalidStatement(f"SQLite cannot run this statement: {exc}") from exc
-    finally:
-        connection.text_factory = str
     connection.set_authorizer(None)  # what follows is SafeDB's own reading of the catalog
     shape = statement_shape(sql, "sqlite")
     classification = classify_events(
@@ -163,10 +174,6 @@ def _check_calls(connection: sqlite3.Connection, events: list[AuthorizerEvent]) 
 
 
 _ROW_WRITES = frozenset({Action.INSERT, Action.UPDATE})
-
-
-def _lenient_text(data: bytes) -> str:
-    return data.decode("utf-8", "replace")
 
 
 # The names the FTS3/4, FTS5 and R-Tree modules give their shadow tables: `<virtual table>_<suffix>`.
