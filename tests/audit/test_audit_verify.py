@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from pathlib import Path
 
 from safedb.audit import (
     AuditDecision,
@@ -19,7 +20,7 @@ from safedb.audit import (
 )
 from safedb.audit.chain import chain_hash
 from tests.audit.helpers import event, fill, insert_row, shift_seqs
-from tests.audit.stores import AuditLog
+from tests.audit.stores import AuditLog, SqliteLog
 
 
 def _verify(log: AuditLog) -> VerificationReport:
@@ -159,6 +160,17 @@ def test_deleted_head_anchor(audit_log: AuditLog) -> None:
     with audit_log.tampering() as db:
         db.execute("DELETE FROM audit_head")
     _assert_finding(_verify(audit_log), Tampering.HEAD_MISSING, None)
+
+
+def test_head_anchor_that_is_not_a_number(audit_path: Path) -> None:
+    # Only SQLite can hold it: its columns take any type of value.
+    audit_log = SqliteLog(audit_path)
+    fill(audit_log, 3)
+    with audit_log.tampering() as db:
+        db.execute("UPDATE audit_head SET seq = 'three'")
+    report = _verify(audit_log)
+    _assert_finding(report, Tampering.HEAD_MISSING, None)
+    assert "the head anchor is missing or unreadable" in report.summary()
 
 
 def test_inserted_record_with_a_valid_hash_and_the_rest_renumbered(audit_log: AuditLog) -> None:
