@@ -13,7 +13,8 @@
     ├── QueryFailed               the database raised an error while running the statement
     │   ├── QueryTimeout          the statement ran past its time limit and was interrupted
     │   └── RowCountChanged       it affected another number of rows than the approved preview showed
-    └── ApprovalReused            an answer that was already acted on came back (a replay)
+    ├── ApprovalReused            an answer that was already acted on came back (a replay)
+    └── TooManyWaiting            the approval page holds as many waiting approvals as it takes
 
 The server turns each of these into a tool error whose text is the exception's message; anything
 else becomes a generic error and is logged, so internals never reach the client.
@@ -101,4 +102,12 @@ class ApprovalReused(SafeDBError):
         super().__init__(
             "This approval was already used. An approval runs its statement once; the statement was not run "
             "again. Call the tool again to ask anew."
+        )
+
+
+class TooManyWaiting(SafeDBError):
+    def __init__(self, limit: str) -> None:
+        super().__init__(
+            f"The approval page already holds {limit} waiting for an approver; nothing was run. Ask again once "
+            "some are decided or have expired."
         )

@@ -15,11 +15,14 @@ from pathlib import Path
 import anyio
 import pytest
 from mcp.client.client import Client
-from mcp_types import Implementation
+from mcp_types import CallToolResult, Implementation, InputRequiredResult
 
+from safedb.approval.board import MAX_WAITING
 from tests.helpers import rows
 from tests.web.test_approval_page import (
     PASSWORD,
+    QUERY,
+    UrlResponder,
     audit_records,
     http_status,
     link_token,
@@ -232,3 +235,24 @@ async def test_an_approval_that_expires_past_the_calendar_still_shows(tmp_path: 
         assert not any("Traceback" in line for line in server.log), "".join(server.log)
     assert "(expires never)" in page
     assert rows(database, "SELECT count(*) FROM invoices WHERE status = 'void'") == [(1,)]
+
+
+async def test_the_page_holds_a_bounded_number_of_waiting_approvals(tmp_path: Path) -> None:
+    """2026-07-28: a client that never comes back with its answers left each question's approval on the page
+    until it expired, statement and preview included: any number of them. Past `MAX_WAITING` a call is now
+    refused, and the refusal recorded."""
+    call = {"query": QUERY, "target": "prod"}
+    with serving_prod(tmp_path) as (server, database, audit):
+        async with Client(server.url, mode="auto", elicitation_callback=UrlResponder()) as client:
+            for _ in range(MAX_WAITING):
+                asked = await client.session.call_tool("execute_query", call, allow_input_required=True)
+                assert isinstance(asked, InputRequiredResult)
+            refused = await client.session.call_tool("execute_query", call, allow_input_required=True)
+    assert isinstance(refused, CallToolResult)
+    assert refused.is_error
+    assert refused.structured_content is not None
+    assert refused.structured_content["status"] == "refused"
+    assert f"already holds {MAX_WAITING:,} approvals waiting" in refused.structured_content["message"]
+    assert rows(database, "SELECT count(*) FROM invoices WHERE status = 'void'") == [(1,)]
+    decisions = [decision for decision, _ in audit_records(audit)]
+    assert decisions == ["requested"] * MAX_WAITING + ["refused"]

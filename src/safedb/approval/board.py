@@ -9,8 +9,19 @@ from enum import StrEnum
 
 import anyio
 
+from safedb import wording
 from safedb.db.backend import Impact
+from safedb.errors import TooManyWaiting
 from safedb.sql.classification import Classification
+
+MAX_WAITING = 1_000
+"""Undecided approvals one process holds at once: each keeps its statement and preview until it expires."""
+MAX_WAITING_CHARACTERS = 50_000_000
+"""Characters of statements those may hold in all (one statement may have a million)."""
+MAX_SETTLED = 1_000
+"""Withdrawn and expired approvals kept for the page (the newest ones): what they say no longer matters to a call."""
+KEPT_AFTER_END = 3600.0
+"""Seconds an approval stays on the board after it expires."""
 
 
 class BoardVerdict(StrEnum):
@@ -46,9 +57,19 @@ class WebApproval:
     def expired(self) -> bool:
         return time.time() >= self.expires
 
+    @property
+    def settled(self) -> bool:
+        """Whether no call can act on it any more: withdrawn, or expired (a decision given in time included)."""
+        return self.verdict is BoardVerdict.WITHDRAWN or self.expired
+
 
 class ApprovalBoard:
-    """The approvals of this server process, by id. Each is decided at most once, before it expires."""
+    """The approvals of this server process, by id. Each is decided at most once, before it expires.
+
+    Bounded: at most `MAX_WAITING` undecided ones (more are refused), and `MAX_SETTLED` settled ones. Decided
+    approvals that have not expired are all kept: a 2026-07-28 client comes back for its decision, and
+    people, not clients, make them.
+    """
 
     def __init__(self) -> None:
         self._approvals: dict[str, WebApproval] = {}
@@ -65,7 +86,14 @@ class ApprovalBoard:
         timeout: float,
         min_justification: int,
     ) -> WebApproval:
+        """A new approval, waiting. Raises TooManyWaiting when the board holds as many as it takes."""
         self._forget_old()
+        waiting = self.pending()
+        if len(waiting) >= MAX_WAITING:
+            raise TooManyWaiting(wording.count(MAX_WAITING, "approval"))
+        characters = sum(len(a.classification.statement) for a in waiting) + len(classification.statement)
+        if characters > MAX_WAITING_CHARACTERS:
+            raise TooManyWaiting(f"statements of {MAX_WAITING_CHARACTERS:,} characters in all")
         now = time.time()
         approval = WebApproval(
             id=approval_id,
@@ -105,6 +133,10 @@ class ApprovalBoard:
             approval.decided.set()
 
     def _forget_old(self) -> None:
-        """Drop approvals that ended more than an hour ago."""
-        horizon = time.time() - 3600
+        """Drop approvals that expired more than `KEPT_AFTER_END` ago, and the oldest settled ones past
+        `MAX_SETTLED` (a client that declines, or never comes back, leaves one each time)."""
+        horizon = time.time() - KEPT_AFTER_END
         self._approvals = {key: a for key, a in self._approvals.items() if a.expires > horizon}
+        settled = [key for key, approval in self._approvals.items() if approval.settled]
+        for key in settled[: max(len(settled) - MAX_SETTLED, 0)]:
+            del self._approvals[key]

@@ -137,7 +137,9 @@ def _check_head(last: ChainEntry | None, head: ChainHead | None) -> Finding | No
     last_hash = last.hash if last else GENESIS_HASH
     if head is None:
         return Finding(
-            Tampering.HEAD_MISSING, None, "the head anchor is missing or unreadable, so deleted last records cannot be ruled out."
+            Tampering.HEAD_MISSING,
+            None,
+            "the head anchor is missing or unreadable, so deleted last records cannot be ruled out.",
         )
     if head.seq > last_seq:
         return _deleted(last_seq + 1, head.seq, f"the head anchor says the last record is {head.seq}")
