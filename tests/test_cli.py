@@ -33,6 +33,18 @@ def test_file_that_is_not_a_database(tmp_path: Path) -> None:
     assert "Traceback" not in result.stderr
 
 
+def test_a_data_directory_that_cannot_be_made(tmp_path: Path, demo_db: Path) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a directory\n")
+    demo = run_safedb("serve", "--data-dir", str(blocker / "data"))
+    audit = run_safedb("serve", "--database", str(demo_db), "--audit-db", str(blocker / "audit.db"))
+    assert demo.returncode == audit.returncode == 1
+    assert f"Cannot create the demo database in {blocker / 'data'}: Not a directory" in demo.stderr
+    assert f"Cannot create the audit log {blocker / 'audit.db'}: " in audit.stderr
+    assert "Traceback" not in demo.stderr + audit.stderr
+    assert blocker.read_text() == "not a directory\n"
+
+
 def test_port_already_in_use(demo_db: Path) -> None:
     with socket.socket() as busy:
         busy.bind(("127.0.0.1", 0))

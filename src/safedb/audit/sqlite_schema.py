@@ -69,11 +69,14 @@ def open_writer(path: Path, busy_timeout: float) -> sqlite3.Connection:
     Autocommit mode: the store runs its own `BEGIN IMMEDIATE` transactions. Usable from any thread
     (the store serialises its use with a lock).
     """
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with contextlib.suppress(FileExistsError):
-        # The log names tables and holds SQL text: readable by its owner only. SQLite gives its
-        # -wal and -shm files the same permissions.
-        os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with contextlib.suppress(FileExistsError):
+            # The log names tables and holds SQL text: readable by its owner only. SQLite gives its
+            # -wal and -shm files the same permissions.
+            os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
+    except OSError as exc:
+        raise DatabaseOpenError(f"Cannot create the audit log {path}: {exc.strerror or exc}") from None
     connection = sqlite3.connect(path, timeout=busy_timeout, isolation_level=None, check_same_thread=False)
     try:
         _use_wal(connection, busy_timeout)

@@ -8,6 +8,8 @@ import sqlite3
 import tempfile
 from pathlib import Path
 
+from safedb.errors import DatabaseOpenError
+
 DEMO_FILE_NAME = "demo.db"
 
 _SCHEMA_AND_ROWS = """
@@ -52,8 +54,11 @@ def ensure_demo_database(data_dir: Path) -> Path:
     path = data_dir / DEMO_FILE_NAME
     if path.exists():
         return path
-    data_dir.mkdir(parents=True, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(prefix=".demo-", suffix=".db", dir=data_dir)
+    try:
+        data_dir.mkdir(parents=True, exist_ok=True)
+        handle, temporary = tempfile.mkstemp(prefix=".demo-", suffix=".db", dir=data_dir)
+    except OSError as exc:
+        raise DatabaseOpenError(f"Cannot create the demo database in {data_dir}: {exc.strerror or exc}") from None
     os.close(handle)
     try:
         connection = sqlite3.connect(temporary)
