@@ -18,6 +18,7 @@ from safedb.approval.board import ApprovalBoard
 from safedb.audit import AuditStore
 from safedb.db.backend import Database
 from safedb.server.elicitation import ApprovalChannel
+from safedb.server.resumption import WithoutResumption
 from safedb.server.targets import ServedTarget, ServedTargets
 from safedb.server.tools import SafeDBTools
 from safedb.server.tracing import trace_only_when_set_up
@@ -97,7 +98,7 @@ async def serve(
 
 async def serve_http(server: MCPServer, settings: Settings, listener: socket.socket) -> None:
     """Serve Streamable HTTP at /mcp on an already bound socket."""
-    app = server.streamable_http_app(host=settings.host)
+    app = WithoutResumption(server.streamable_http_app(host=settings.host))
     config = uvicorn.Config(app, log_level="warning", lifespan="on")
     await uvicorn.Server(config).serve(sockets=[listener])
 
