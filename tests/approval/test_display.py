@@ -48,6 +48,10 @@ def test_ordinary_layout_and_text_are_shown_as_written() -> None:
         ("\u2066\u2069 ok \u200b", 2),
         ("", 0),
         ("\u3164" * 12, 0),
+        ("\ufe0f" * 12, 0),
+        ("\U000e0100" * 12, 0),
+        ("\u0301" * 12, 0),
+        ("Zoe\u0301 approved", 12),
     ],
 )
 def test_readable_length_counts_what_a_person_can_read(text: str, length: int) -> None:

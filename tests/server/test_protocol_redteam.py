@@ -4,16 +4,19 @@ unusual client would speak it, beyond what the SDK clients send."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import httpx2
 import pytest
 
-from tests.helpers import safedb_serve
+from safedb.audit import AuditQuery, SqliteAuditStore
+from tests.helpers import rows, safedb_serve
 
 pytestmark = pytest.mark.anyio
 
 HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
 HANDSHAKE_VERSION = "2025-11-25"
+STATELESS_VERSION = "2026-07-28"
 
 
 async def open_session(http: httpx2.AsyncClient, url: str) -> None:
@@ -27,6 +30,47 @@ async def open_session(http: httpx2.AsyncClient, url: str) -> None:
     assert opened.status_code == 200, opened.text
     http.headers.update({"Mcp-Session-Id": opened.headers["mcp-session-id"], "MCP-Protocol-Version": HANDSHAKE_VERSION})
     assert (await http.post(url, json={"jsonrpc": "2.0", "method": "notifications/initialized"})).status_code == 202
+
+
+async def call_stateless(http: httpx2.AsyncClient, url: str, arguments: dict[str, Any], **params: Any) -> Any:
+    """One 2026-07-28 `tools/call` of execute_query (extra `params` such as requestState, inputResponses), as
+    an elicitation-capable client; the JSON-RPC result."""
+    meta = {
+        "io.modelcontextprotocol/protocolVersion": STATELESS_VERSION,
+        "io.modelcontextprotocol/clientCapabilities": {"elicitation": {"form": {}}},
+        "io.modelcontextprotocol/clientInfo": {"name": "raw", "version": "1"},
+    }
+    call = {"name": "execute_query", "arguments": arguments, "_meta": meta, **params}
+    headers = {"MCP-Protocol-Version": STATELESS_VERSION, "Mcp-Method": "tools/call", "Mcp-Name": "execute_query"}
+    answered = await http.post(
+        url, json={"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": call}, headers=headers
+    )
+    assert answered.status_code == 200, answered.text
+    return answered.json()["result"]
+
+
+def audit_decisions(audit_db: Path) -> list[str]:
+    with SqliteAuditStore.open(audit_db, readonly=True) as audit:
+        return [str(record.decision) for record in audit.records(AuditQuery(limit=None))]
+
+
+async def test_a_production_justification_of_marks_that_show_nothing_does_not_count(demo_db: Path) -> None:
+    """A Production change needs a justification of ten characters a person can read. Ten variation selectors
+    (U+FE0F), which render as nothing, counted as ten and the statement ran; combining marks count only with the
+    letter they go on."""
+    query = "DELETE FROM invoices WHERE id = 7"
+    blank = {"confirm": True, "justification": "\ufe0f" * 10, "environment": "Production"}
+    with safedb_serve(demo_db) as server:
+        async with httpx2.AsyncClient(headers=HEADERS, timeout=30) as http:
+            asked = await call_stateless(http, server.url, {"query": query})
+            answer = {"safedb_approval": {"action": "accept", "content": blank}}
+            state = asked["requestState"]
+            answered = await call_stateless(
+                http, server.url, {"query": query}, requestState=state, inputResponses=answer
+            )
+    assert answered["structuredContent"]["status"] == "blocked", answered
+    assert rows(demo_db, "SELECT count(*) FROM invoices WHERE id = 7") == [(1,)]
+    assert audit_decisions(demo_db.parent / "audit.db") == ["requested", "blocked"]
 
 
 async def test_a_get_stream_asking_to_resume_opens_a_fresh_stream(demo_db: Path) -> None:

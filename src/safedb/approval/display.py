@@ -24,6 +24,9 @@ _SHOWN_AS_IS = frozenset({"\n", "\t"})
 # Letters and symbols that render as blank space without being spaces (Hangul fillers, the blank Braille
 # pattern, Khmer inherent vowels, the combining grapheme joiner): 3,000 of them push text out of sight too.
 _BLANK_LOOKING = frozenset("\u034f\u115f\u1160\u17b4\u17b5\u2800\u3164\uffa0")
+# Combining marks (accents, variation selectors...): each goes on the character before it, and alone shows nothing
+# a person can read, so a justification's length counts them with their letter, not on their own.
+_MARK_CATEGORIES = frozenset({"Mn", "Me"})
 # The only ASCII characters that hide: the controls other than a line break and a tab.
 _ASCII_HIDDEN = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
 
@@ -40,9 +43,10 @@ def visible_statement(sql: str) -> str:
 
 
 def readable_length(text: str) -> int:
-    """How many characters of `text` a person can read: hidden characters and surrounding blanks do not count
-    (ten zero-width spaces are not a justification)."""
-    return len("".join(character for character in text if not _hidden(character)).strip())
+    """How many characters of `text` a person can read: hidden characters, combining marks and surrounding blanks do
+    not count (ten zero-width spaces, or ten variation selectors, are not a justification)."""
+    readable = (c for c in text if not _hidden(c) and unicodedata.category(c) not in _MARK_CATEGORIES)
+    return len("".join(readable).strip())
 
 
 def _shown(character: str, times: int) -> str:
