@@ -3,6 +3,7 @@ unusual client would speak it, beyond what the SDK clients send."""
 
 from __future__ import annotations
 
+import secrets
 from pathlib import Path
 from typing import Any
 
@@ -10,6 +11,7 @@ import httpx2
 import pytest
 
 from safedb.audit import AuditQuery, SqliteAuditStore
+from safedb.db.demo import ensure_demo_database
 from tests.helpers import rows, safedb_serve
 
 pytestmark = pytest.mark.anyio
@@ -17,6 +19,7 @@ pytestmark = pytest.mark.anyio
 HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
 HANDSHAKE_VERSION = "2025-11-25"
 STATELESS_VERSION = "2026-07-28"
+ACCEPTED = {"confirm": True, "justification": "cleanup of test rows", "environment": "Development"}
 
 
 async def open_session(http: httpx2.AsyncClient, url: str) -> None:
@@ -85,3 +88,26 @@ async def test_a_get_stream_asking_to_resume_opens_a_fresh_stream(demo_db: Path)
                 assert stream.status_code == 200
                 assert stream.headers["content-type"].startswith("text/event-stream")
     assert not [line for line in server.log if "ASGI callable" in line or "Traceback" in line]
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="A 2026-07-28 ticket binds the statement, its classification and the client, and the SDK binds the "
+    "tool's arguments (the target's name), but nothing binds the database: a server that shares the request-state "
+    "key but not the audit log takes another's answer. A fix: an answer counts only for a question this audit log "
+    "recorded (its `requested` record, same target and statement), which replicas, sharing the log, still pass.",
+)
+async def test_an_answer_does_not_move_to_another_deployment_sharing_only_the_key(tmp_path: Path) -> None:
+    """Two deployments (each its own database and audit log) configured with one request-state key, each serving a
+    target of the same name: an answer to the first's question, sent to the second, ran there, on a database the
+    person was never shown."""
+    shown, other = (ensure_demo_database(tmp_path / name) for name in ("shown", "other"))
+    query = "DELETE FROM invoices WHERE id = 3"
+    key = ("--request-state-key", secrets.token_urlsafe(48))
+    with safedb_serve(shown, *key) as asking, safedb_serve(other, *key) as elsewhere:
+        async with httpx2.AsyncClient(headers=HEADERS, timeout=30) as http:
+            asked = await call_stateless(http, asking.url, {"query": query})
+            answer = {"safedb_approval": {"action": "accept", "content": ACCEPTED}}
+            state = asked["requestState"]
+            await call_stateless(http, elsewhere.url, {"query": query}, requestState=state, inputResponses=answer)
+    assert rows(other, "SELECT count(*) FROM invoices WHERE id = 3") == [(1,)]
