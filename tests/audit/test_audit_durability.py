@@ -14,7 +14,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from safedb.audit import AuditDecision, AuditQuery, AuditWriteFailed, SqliteAuditStore, verify
+from safedb.audit import AnswerCheck, AuditDecision, AuditQuery, AuditWriteFailed, SqliteAuditStore, verify
 from safedb.audit.wal_sync import LAZY_SYNC_DELAY
 from tests.audit.helpers import event
 
@@ -89,7 +89,7 @@ async def test_the_event_loop_serves_other_work_while_an_answer_is_synced(
             group.start_soon(tick)
             await anyio.sleep(0)
             started = ticks
-            answer = await store.record_answer(event(AuditDecision.ACCEPTED, 1))
+            answer = await store.record_answer(event(AuditDecision.ACCEPTED, 1), AnswerCheck.UNASKED)
             assert answer is not None
             assert wal_syncs.count == 1, "the answer is on the disk before record_answer returns"
             assert ticks - started >= 5, "other tasks ran while the disk synced"
@@ -103,7 +103,7 @@ async def test_answers_waiting_together_share_one_sync(audit_path: Path, wal_syn
         answers: list[object] = []
 
         async def answer(index: int) -> None:
-            answers.append(await store.record_answer(event(AuditDecision.ACCEPTED, index)))
+            answers.append(await store.record_answer(event(AuditDecision.ACCEPTED, index), AnswerCheck.UNASKED))
 
         async with anyio.create_task_group() as group:
             for index in range(6):
@@ -134,9 +134,9 @@ def test_appends_outside_the_event_loop_are_synced_before_they_return(audit_path
         wal_syncs.watch(_wal(audit_path))
         store.append(event(AuditDecision.REQUESTED, 1))
         assert wal_syncs.count == 1
-        assert store.append(event(AuditDecision.DECLINED, 1), first_answer=True) is not None
+        assert store.append(event(AuditDecision.DECLINED, 1), AnswerCheck.ASKED) is not None
         assert wal_syncs.count == 2
-        assert store.append(event(AuditDecision.DECLINED, 1), first_answer=True) is None  # a replay: nothing new
+        assert store.append(event(AuditDecision.DECLINED, 1), AnswerCheck.ASKED) is None  # a replay: nothing new
         assert wal_syncs.count == 2
 
 
@@ -160,7 +160,7 @@ async def test_an_append_fails_when_the_disk_refuses_to_sync_it(audit_path: Path
         with pytest.raises(AuditWriteFailed, match="Input/output error"):
             store.append(event(AuditDecision.EXECUTED, 1))
         wal_syncs.failing = False
-        await store.record_answer(event(AuditDecision.ACCEPTED, 2))
+        await store.record_answer(event(AuditDecision.ACCEPTED, 2), AnswerCheck.UNASKED)
         assert wal_syncs.count == 1
 
 

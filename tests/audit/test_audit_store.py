@@ -5,6 +5,7 @@ Tests taking `audit_log` run against both stores; the others are about the SQLit
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import sqlite3
 import stat
@@ -14,10 +15,12 @@ from pathlib import Path
 import pytest
 
 from safedb.audit import (
+    AnswerCheck,
     AuditDecision,
     AuditQuery,
     AuditRecord,
     AuditWriteFailed,
+    QuestionNotRecorded,
     SqliteAuditStore,
     parse_time,
     verify,
@@ -178,9 +181,9 @@ def test_records_round_trip_through_their_content(audit_log: AuditLog) -> None:
 def test_an_answer_is_recorded_once_per_question(audit_log: AuditLog) -> None:
     with audit_log.open() as store:
         asked = store.append(event(AuditDecision.REQUESTED, 7))
-        first = store.append(event(AuditDecision.ACCEPTED, 7), first_answer=True)
-        again = store.append(event(AuditDecision.DECLINED, 7), first_answer=True)
-        other = store.append(event(AuditDecision.DECLINED, 8), first_answer=True)
+        first = store.append(event(AuditDecision.ACCEPTED, 7), AnswerCheck.ASKED)
+        again = store.append(event(AuditDecision.DECLINED, 7), AnswerCheck.ASKED)
+        other = store.append(event(AuditDecision.DECLINED, 8), AnswerCheck.UNASKED)
         decisions = [(r.request_id, str(r.decision)) for r in store.records(AuditQuery())]
     assert first is not None
     assert again is None
@@ -188,3 +191,25 @@ def test_an_answer_is_recorded_once_per_question(audit_log: AuditLog) -> None:
     assert decisions == [
         (asked.request_id, "requested"), (first.request_id, "accepted"), (other.request_id, "declined"),
     ]  # fmt: skip
+
+
+def test_an_answer_counts_only_for_a_question_the_log_holds(audit_log: AuditLog) -> None:
+    """Another server (sharing the request-state key, not the log) asked `req-1`: this log holds no question of
+    that request, or one about another statement or target. Such answers are refused and leave no record."""
+    with audit_log.open() as store:
+        store.append(event(AuditDecision.REQUESTED, 2))
+        store.append(event(AuditDecision.REQUESTED, 3, target="other"))
+        elsewhere = event(AuditDecision.ACCEPTED, 1)
+        for answer in (
+            elsewhere,
+            dataclasses.replace(elsewhere, request_id="req-2"),  # req-2's question is about another statement
+            event(AuditDecision.ACCEPTED, 3),  # req-3's question is about another target
+        ):
+            with pytest.raises(QuestionNotRecorded):
+                store.append(answer, AnswerCheck.ASKED)
+        answered = store.append(event(AuditDecision.ACCEPTED, 2), AnswerCheck.ASKED)
+        unasked = store.append(elsewhere, AnswerCheck.UNASKED)  # a change the policy lets run unasked
+        decisions = [(r.request_id, str(r.decision)) for r in store.records(AuditQuery())]
+    assert answered is not None
+    assert unasked is not None
+    assert decisions == [("req-2", "requested"), ("req-3", "requested"), ("req-2", "accepted"), ("req-1", "accepted")]

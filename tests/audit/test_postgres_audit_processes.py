@@ -33,7 +33,7 @@ with PostgresAuditStore.open(url, schema=schema) as store:
 # the request ids whose answer it recorded.
 _ANSWERER = """
 import json, sys
-from safedb.audit import AuditDecision, AuditEvent, PostgresAuditStore
+from safedb.audit import AnswerCheck, AuditDecision, AuditEvent, PostgresAuditStore
 
 url, schema, decision, count = sys.argv[1], sys.argv[2], AuditDecision(sys.argv[3]), int(sys.argv[4])
 with PostgresAuditStore.open(url, schema=schema) as store:
@@ -41,8 +41,8 @@ with PostgresAuditStore.open(url, schema=schema) as store:
     assert sys.stdin.readline().strip() == "go"
     recorded = []
     for index in range(count):
-        answer = AuditEvent(decision, request_id=f"req-{index}", target="demo", sql="DELETE FROM t")
-        if store.append(answer, first_answer=True) is not None:
+        answer = AuditEvent(decision, f"req-{index}", "demo", f"DELETE FROM invoices WHERE id = {index}")
+        if store.append(answer, AnswerCheck.ASKED) is not None:
             recorded.append(answer.request_id)
     print(json.dumps(recorded), flush=True)
 """

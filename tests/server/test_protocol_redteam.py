@@ -90,17 +90,12 @@ async def test_a_get_stream_asking_to_resume_opens_a_fresh_stream(demo_db: Path)
     assert not [line for line in server.log if "ASGI callable" in line or "Traceback" in line]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="A 2026-07-28 ticket binds the statement, its classification and the client, and the SDK binds the "
-    "tool's arguments (the target's name), but nothing binds the database: a server that shares the request-state "
-    "key but not the audit log takes another's answer. A fix: an answer counts only for a question this audit log "
-    "recorded (its `requested` record, same target and statement), which replicas, sharing the log, still pass.",
-)
 async def test_an_answer_does_not_move_to_another_deployment_sharing_only_the_key(tmp_path: Path) -> None:
     """Two deployments (each its own database and audit log) configured with one request-state key, each serving a
     target of the same name: an answer to the first's question, sent to the second, ran there, on a database the
-    person was never shown."""
+    person was never shown. The ticket binds the statement and the client, and the SDK the tool's arguments, but
+    nothing the database: an answer now counts only for a question the server's own audit log holds, which replicas
+    (sharing the log) still pass."""
     shown, other = (ensure_demo_database(tmp_path / name) for name in ("shown", "other"))
     query = "DELETE FROM invoices WHERE id = 3"
     key = ("--request-state-key", secrets.token_urlsafe(48))
@@ -109,5 +104,11 @@ async def test_an_answer_does_not_move_to_another_deployment_sharing_only_the_ke
             asked = await call_stateless(http, asking.url, {"query": query})
             answer = {"safedb_approval": {"action": "accept", "content": ACCEPTED}}
             state = asked["requestState"]
-            await call_stateless(http, elsewhere.url, {"query": query}, requestState=state, inputResponses=answer)
+            moved = await call_stateless(
+                http, elsewhere.url, {"query": query}, requestState=state, inputResponses=answer
+            )
+    assert moved["isError"]
+    assert "no record of asking" in moved["structuredContent"]["message"]
     assert rows(other, "SELECT count(*) FROM invoices WHERE id = 3") == [(1,)]
+    assert rows(shown, "SELECT count(*) FROM invoices WHERE id = 3") == [(1,)]
+    assert audit_decisions(other.parent / "audit.db") == ["refused"]

@@ -6,17 +6,18 @@ The log is an SQLite file (`SqliteAuditStore`) or a schema in PostgreSQL (`Postg
 """
 
 from safedb.audit.chain import GENESIS_HASH
-from safedb.audit.errors import AuditWriteFailed, UnreadableRecord
+from safedb.audit.errors import AuditWriteFailed, QuestionNotRecorded, UnreadableRecord
 from safedb.audit.events import AuditDecision, AuditEvent, decision_for_verdict
 from safedb.audit.export import record_line, write_jsonl
 from safedb.audit.open import is_postgres_url, open_audit_store
 from safedb.audit.records import AuditRecord, format_time, parse_time
 from safedb.audit.sqlite_store import SqliteAuditStore, default_audit_path
-from safedb.audit.store import AuditQuery, AuditStore, ChainEntry, ChainHead, ChainSnapshot
+from safedb.audit.store import AnswerCheck, AuditQuery, AuditStore, ChainEntry, ChainHead, ChainSnapshot
 from safedb.audit.verification import Finding, Tampering, VerificationReport, verify
 
 __all__ = [
     "GENESIS_HASH",
+    "AnswerCheck",
     "AuditDecision",
     "AuditEvent",
     "AuditQuery",
@@ -27,6 +28,7 @@ __all__ = [
     "ChainHead",
     "ChainSnapshot",
     "Finding",
+    "QuestionNotRecorded",
     "SqliteAuditStore",
     "Tampering",
     "UnreadableRecord",

@@ -9,5 +9,16 @@ class AuditWriteFailed(SafeDBError):
     """A record could not be appended. Callers fail closed: without a record, nothing runs."""
 
 
+class QuestionNotRecorded(SafeDBError):
+    """An answer to a question the log does not hold: asked by a server that keeps another log (one that shares
+    only the request-state key), or its record was lost. It does not count: nothing runs."""
+
+    def __init__(self) -> None:
+        super().__init__(
+            "This answer is to a question this server has no record of asking (its audit log does not hold it): "
+            "it was asked by another server. Nothing was run; call the tool again to ask anew."
+        )
+
+
 class UnreadableRecord(SafeDBError):
     """A stored record does not have the shape SafeDB writes: it was altered outside SafeDB."""

@@ -42,7 +42,7 @@ from safedb.audit.rows import (
     record_from_row,
     stored_values,
 )
-from safedb.audit.store import AuditQuery, ChainHead, ChainSnapshot
+from safedb.audit.store import AnswerCheck, AuditQuery, ChainHead, ChainSnapshot
 from safedb.audit.threaded import ThreadedAuditStore
 from safedb.db.postgres.connections import describe_dsn
 from safedb.errors import DatabaseOpenError
@@ -97,7 +97,7 @@ class PostgresAuditStore(ThreadedAuditStore[Connection]):
             return cls(url, schema, None, busy_timeout)
         return cls(url, schema, connection, busy_timeout)
 
-    def _write(self, event: AuditEvent, first_answer: bool) -> AuditRecord | None:
+    def _write(self, event: AuditEvent, check: AnswerCheck | None) -> AuditRecord | None:
         """`append` under the store lock (see `ThreadedAuditStore.append`). A lost connection fails this
         append and is reopened for the next."""
         with self._lock:
@@ -107,17 +107,20 @@ class PostgresAuditStore(ThreadedAuditStore[Connection]):
                 if self._writer.closed or self._writer.broken:
                     self._writer.close()
                     self._writer = _connect(self._dsn, readonly=False, busy_timeout=self._busy_timeout)
-                return self._append(self._writer, _nul_free(event), first_answer)
+                return self._append(self._writer, _nul_free(event), check)
             except (psycopg.Error, DatabaseOpenError) as exc:
                 reason = _reason(exc, self._dsn) if isinstance(exc, psycopg.Error) else str(exc)
                 logger.error("Cannot append to the audit log %s in %s: %s", self.schema, self.where, reason)
                 raise AuditWriteFailed(f"The audit log could not be written ({reason}).") from exc
 
-    def _append(self, writer: Connection, event: AuditEvent, first_answer: bool) -> AuditRecord | None:
+    def _append(self, writer: Connection, event: AuditEvent, check: AnswerCheck | None) -> AuditRecord | None:
         with writer.transaction():
             writer.execute("SELECT pg_advisory_xact_lock(%s)", (lock_key(self.schema),))
-            if first_answer and writer.execute(self._sql.answered, (event.request_id,)).fetchone() is not None:
-                return None
+            if check is not None:
+                state = writer.execute(self._sql.answer_state, (event.target, event.sql, event.request_id)).fetchone()
+                assert state is not None
+                if not check.passes(*state):
+                    return None
             state = writer.execute(self._sql.state).fetchone()
             assert state is not None
             last_seq, last_hash, head_seq, head_hash, now = state
@@ -197,7 +200,12 @@ class _Statements:
         self.log = log = sql.SQL("{log}").format(**quoted).as_string()
         head = sql.SQL("{head}").format(**quoted).as_string()
         self.head = f"SELECT seq, hash FROM {head} WHERE id = 1"
-        self.answered = f"SELECT 1 FROM {log} WHERE request_id = %s AND decision <> 'requested' LIMIT 1"
+        # Whether the request has an answer already, and whether the log holds its question.
+        self.answer_state = (
+            "SELECT coalesce(bool_or(decision <> 'requested'), false), "
+            "coalesce(bool_or(decision = 'requested' AND target = %s AND sql = %s), false) "
+            f"FROM {log} WHERE request_id = %s"
+        )
         last = f"FROM {log} ORDER BY seq DESC LIMIT 1"
         self.state = (
             f"SELECT (SELECT seq {last}), (SELECT hash {last}), (SELECT seq FROM {head} WHERE id = 1), "

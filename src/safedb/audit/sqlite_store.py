@@ -29,7 +29,7 @@ from safedb.audit.rows import (
     stored_values,
 )
 from safedb.audit.sqlite_schema import open_reader, open_writer
-from safedb.audit.store import AuditQuery, ChainHead, ChainSnapshot
+from safedb.audit.store import AnswerCheck, AuditQuery, ChainHead, ChainSnapshot
 from safedb.audit.threaded import ThreadedAuditStore
 from safedb.audit.wal_sync import WalSync
 from safedb.errors import DatabaseOpenError
@@ -45,7 +45,11 @@ _MOVE_HEAD = (
 )
 
 
-_ANSWERED = "SELECT 1 FROM audit_log WHERE request_id = ? AND decision != 'requested' LIMIT 1"
+# Whether the request has an answer already, and whether the log holds its question.
+_ANSWER_STATE = (
+    "SELECT ifnull(max(decision != 'requested'), 0), ifnull(max(decision = 'requested' AND target = ? AND sql = ?), 0) "
+    "FROM audit_log WHERE request_id = ?"
+)
 
 AUDIT_FILE_NAME = "audit.db"
 
@@ -91,7 +95,7 @@ class SqliteAuditStore(ThreadedAuditStore[sqlite3.Connection]):
         if self._wal_sync is not None:
             self._wal_sync.close()
 
-    async def _append_soon(self, event: AuditEvent, first_answer: bool) -> AuditRecord | None:
+    async def _append_soon(self, event: AuditEvent, check: AnswerCheck | None) -> AuditRecord | None:
         """Append on the event loop's thread when appends have lately been quick (`RecentDuration`) and the
         write lock is free, in this process and in the file; otherwise wait for it in a worker thread.
 
@@ -104,24 +108,24 @@ class SqliteAuditStore(ThreadedAuditStore[sqlite3.Connection]):
                 begun = self._begin(writer, wait=False)
                 if begun:
                     with self._recent_appends.timing():
-                        record, commit = self._append_begun(writer, event, first_answer)
+                        record, commit = self._append_begun(writer, event, check)
             finally:
                 self._lock.release()
             if begun:
-                if first_answer:
+                if check is not None:
                     with self._failures():
                         await self._synced_wal().synced_through(commit)
                 else:
                     self._synced_wal().sync_soon()
                 return record
-        return await super()._append_soon(event, first_answer)
+        return await super()._append_soon(event, check)
 
-    def _write(self, event: AuditEvent, first_answer: bool) -> AuditRecord | None:
+    def _write(self, event: AuditEvent, check: AnswerCheck | None) -> AuditRecord | None:
         """`append` under the store lock (see `ThreadedAuditStore.append`), synced to the disk."""
         with self._lock:
             writer = self._open_writer()
             self._begin(writer, wait=True)
-            record, commit = self._append_begun(writer, event, first_answer)
+            record, commit = self._append_begun(writer, event, check)
         self._sync_through(commit)
         return record
 
@@ -167,24 +171,26 @@ class SqliteAuditStore(ThreadedAuditStore[sqlite3.Connection]):
             raise AuditWriteFailed(f"The audit log could not be written ({exc}).") from exc
 
     def _append_begun(
-        self, writer: sqlite3.Connection, event: AuditEvent, first_answer: bool
+        self, writer: sqlite3.Connection, event: AuditEvent, check: AnswerCheck | None
     ) -> tuple[AuditRecord | None, int]:
         """Append within the transaction `_begin` started, and commit (or roll back on any failure). The
         record (None if refused, see `append`) and the commit to sync through (0 when nothing was written).
         """
         with self._failures():
             try:
-                record = self._append(writer, event, first_answer)
+                record = self._append(writer, event, check)
             except BaseException:
                 if writer.in_transaction:
                     writer.execute("ROLLBACK")
                 raise
         return record, 0 if record is None else self._synced_wal().committed()
 
-    def _append(self, writer: sqlite3.Connection, event: AuditEvent, first_answer: bool) -> AuditRecord | None:
-        if first_answer and writer.execute(_ANSWERED, (event.request_id,)).fetchone() is not None:
-            writer.execute("ROLLBACK")
-            return None
+    def _append(self, writer: sqlite3.Connection, event: AuditEvent, check: AnswerCheck | None) -> AuditRecord | None:
+        if check is not None:
+            answered, asked = writer.execute(_ANSWER_STATE, (event.target, event.sql, event.request_id)).fetchone()
+            if not check.passes(bool(answered), bool(asked)):
+                writer.execute("ROLLBACK")
+                return None
         last = writer.execute("SELECT seq, hash FROM audit_log ORDER BY seq DESC LIMIT 1").fetchone()
         head = writer.execute("SELECT seq, hash FROM audit_head WHERE id = 1").fetchone()
         last_seq, last_hash = last if last is not None else (0, GENESIS_HASH)

@@ -5,8 +5,10 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
+from enum import Enum
 from typing import Any, Protocol
 
+from safedb.audit.errors import QuestionNotRecorded
 from safedb.audit.events import AuditDecision, AuditEvent
 from safedb.audit.records import AuditRecord
 
@@ -24,6 +26,24 @@ class AuditQuery:
     """Records before this time."""
     limit: int | None = None
     """At most this many records: the most recent ones, still listed oldest first."""
+
+
+class AnswerCheck(Enum):
+    """What the log must hold before an answer is appended (and synced to the disk before the append returns)."""
+
+    UNASKED = "unasked"
+    """No answer yet to its request: a decision no one was asked for (a change the policy lets run unasked)."""
+    ASKED = "asked"
+    """As UNASKED, and its question: a `requested` record of the same request, target and statement."""
+
+    def passes(self, answered: bool, asked: bool) -> bool:
+        """Whether an answer may be appended, given whether its request already has an answer (then False: a
+        replay) and whether the log holds its question (QuestionNotRecorded when this check needs it)."""
+        if answered:
+            return False
+        if self is AnswerCheck.ASKED and not asked:
+            raise QuestionNotRecorded
+        return True
 
 
 @dataclass(frozen=True)
@@ -60,8 +80,12 @@ class AuditStore(Protocol):
         """Append one event (off the event loop) and return it as stored."""
         ...
 
-    async def record_answer(self, event: AuditEvent) -> AuditRecord | None:
-        """Append an answer unless the question already has one (then None: the answer is a replay)."""
+    async def record_answer(self, event: AuditEvent, check: AnswerCheck = AnswerCheck.ASKED) -> AuditRecord | None:
+        """Append an answer unless the question already has one (then None: the answer is a replay).
+
+        Raises:
+            QuestionNotRecorded: with `AnswerCheck.ASKED`, the log does not hold the question.
+        """
         ...
 
     async def query(self, query: AuditQuery) -> Sequence[AuditRecord]:

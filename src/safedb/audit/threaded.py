@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterator, Sequence
-from typing import Generic, Literal, Protocol, Self, TypeVar, overload
+from typing import Generic, Protocol, Self, TypeVar, overload
 
 import anyio.to_thread
 
 from safedb.audit.events import AuditEvent
 from safedb.audit.records import AuditRecord
-from safedb.audit.store import AuditQuery
+from safedb.audit.store import AnswerCheck, AuditQuery
 
 
 class Closable(Protocol):
@@ -50,45 +50,46 @@ class ThreadedAuditStore(Generic[WriterT]):
 
     async def record(self, event: AuditEvent) -> AuditRecord:
         """Append `event` without holding up the event loop."""
-        record = await self._append_soon(event, False)
-        assert record is not None  # only a first answer can be refused
+        record = await self._append_soon(event, None)
+        assert record is not None  # only an answer can be refused
         return record
 
-    async def record_answer(self, event: AuditEvent) -> AuditRecord | None:
-        """Append the answer to a question, unless that question (`event.request_id`) already has one.
+    async def record_answer(self, event: AuditEvent, check: AnswerCheck = AnswerCheck.ASKED) -> AuditRecord | None:
+        """Append the answer to a question, unless that question (`event.request_id`) already has one; with
+        `AnswerCheck.ASKED`, only when the log holds the question (else QuestionNotRecorded).
 
-        The check and the append happen under the store's write lock, so an answer is acted on once even
+        The checks and the append happen under the store's write lock, so an answer is acted on once even
         when several server processes share the log: None means it was already answered (a replay).
         """
-        return await self._append_soon(event, True)
+        return await self._append_soon(event, check)
 
-    async def _append_soon(self, event: AuditEvent, first_answer: bool) -> AuditRecord | None:
+    async def _append_soon(self, event: AuditEvent, check: AnswerCheck | None) -> AuditRecord | None:
         """`append` from the event loop: in a worker thread, unless a store knows a cheaper way.
 
         A cancelled caller stops waiting at once, even for a write lock held elsewhere; the append may still
         complete in its thread (a record is written whole or not at all)."""
         return await anyio.to_thread.run_sync(
-            self.append, event, first_answer, abandon_on_cancel=True, limiter=self._append_threads
+            self.append, event, check, abandon_on_cancel=True, limiter=self._append_threads
         )
 
     async def query(self, query: AuditQuery) -> Sequence[AuditRecord]:
         return await anyio.to_thread.run_sync(lambda: list(self.records(query)))
 
     @overload
-    def append(self, event: AuditEvent, first_answer: Literal[False] = False) -> AuditRecord: ...
+    def append(self, event: AuditEvent, check: None = None) -> AuditRecord: ...
 
     @overload
-    def append(self, event: AuditEvent, first_answer: bool) -> AuditRecord | None: ...
+    def append(self, event: AuditEvent, check: AnswerCheck | None) -> AuditRecord | None: ...
 
-    def append(self, event: AuditEvent, first_answer: bool = False) -> AuditRecord | None:
+    def append(self, event: AuditEvent, check: AnswerCheck | None = None) -> AuditRecord | None:
         """Append `event` as the next record and return it. AuditWriteFailed when it cannot be written.
 
-        With `first_answer`, nothing is appended (None is returned) when the event's request already has
-        a record other than `requested`.
+        With a `check` (an answer), nothing is appended (None is returned) when the event's request already
+        has a record other than `requested`; see `AnswerCheck`.
         """
-        return self._write(event, first_answer)
+        return self._write(event, check)
 
-    def _write(self, event: AuditEvent, first_answer: bool) -> AuditRecord | None:
+    def _write(self, event: AuditEvent, check: AnswerCheck | None) -> AuditRecord | None:
         raise NotImplementedError
 
     def records(self, query: AuditQuery) -> Iterator[AuditRecord]:

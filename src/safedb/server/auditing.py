@@ -12,7 +12,7 @@ from typing import Any
 import anyio
 from mcp.server.mcpserver import Context
 
-from safedb.audit import AuditDecision, AuditEvent, AuditStore, AuditWriteFailed
+from safedb.audit import AnswerCheck, AuditDecision, AuditEvent, AuditStore, AuditWriteFailed, QuestionNotRecorded
 from safedb.errors import ApprovalReused
 from safedb.sql.classification import Classification
 
@@ -74,19 +74,30 @@ class CallAudit:
         # gives up or goes away while a person decides is an expected event.
         logger.info(ABANDONED)
         with anyio.move_on_after(_ABANDON_RECORD_SECONDS, shield=True):
-            with contextlib.suppress(ApprovalReused, AuditWriteFailed):
+            with contextlib.suppress(ApprovalReused, AuditWriteFailed, QuestionNotRecorded):
                 await self.record_answer(AuditDecision.CANCELLED, error=ABANDONED)
 
     async def record(self, decision: AuditDecision, **fields: Any) -> None:
         await self._store.record(self._event(decision, fields))
 
     async def record_answer(self, decision: AuditDecision, **fields: Any) -> None:
-        """Record the answer to the question; an answer the log already holds is a replay and is refused.
+        """Record the answer to the question; an answer the log already holds is a replay and is refused, and so
+        is one to a question the log does not hold.
 
         Raises:
             ApprovalReused: the question was already answered (here or in another process sharing the log).
+            QuestionNotRecorded: the log does not hold the question (another server, keeping another log,
+                asked it).
         """
-        if await self._store.record_answer(self._event(decision, fields)) is None:
+        await self._record_answer(decision, AnswerCheck.ASKED, fields)
+
+    async def record_unasked(self, decision: AuditDecision, **fields: Any) -> None:
+        """Record a decision about a change that no one was asked about (the policy lets it run unasked), synced to
+        the disk like an answer."""
+        await self._record_answer(decision, AnswerCheck.UNASKED, fields)
+
+    async def _record_answer(self, decision: AuditDecision, check: AnswerCheck, fields: dict[str, Any]) -> None:
+        if await self._store.record_answer(self._event(decision, fields), check) is None:
             raise ApprovalReused
 
     def _event(self, decision: AuditDecision, fields: dict[str, Any]) -> AuditEvent:

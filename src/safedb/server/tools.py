@@ -14,7 +14,7 @@ from pydantic import Field
 from safedb import wording
 from safedb.approval.display import visible_statement
 from safedb.approval.verification import Decision, Verdict, decide
-from safedb.audit import AuditDecision, AuditStore, AuditWriteFailed, decision_for_verdict
+from safedb.audit import AuditDecision, AuditStore, AuditWriteFailed, QuestionNotRecorded, decision_for_verdict
 from safedb.db.backend import Impact, TableDescription
 from safedb.errors import ApprovalReused, DeniedByPolicy, QueryFailed, SafeDBError
 from safedb.server.auditing import CallAudit, describe_caller
@@ -97,7 +97,7 @@ class SafeDBTools:
         except AuditWriteFailed as exc:
             logger.error("Audit log write failed; nothing was run: %s", exc)
             return error_result(f"{exc} Nothing was run.", status="failed")
-        except ApprovalReused as exc:
+        except (ApprovalReused, QuestionNotRecorded) as exc:
             await audit.record(AuditDecision.REFUSED, error=str(exc))
             return error_result(str(exc))
         except SafeDBError as exc:
@@ -124,7 +124,7 @@ class SafeDBTools:
             return error_result(refusal)
         if not served.needs_approval(classification):
             with anyio.CancelScope(shield=True):  # see `_run`
-                await audit.record_answer(AuditDecision.ACCEPTED, justification=NO_APPROVAL_NEEDED)
+                await audit.record_unasked(AuditDecision.ACCEPTED, justification=NO_APPROVAL_NEEDED)
                 result = await self._run(served, classification, audit)
             return result
         try:
