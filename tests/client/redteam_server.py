@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import argparse
 import os
+import subprocess
+import sys
 from typing import Any
 
 import anyio
@@ -35,6 +37,21 @@ def build_server() -> MCPServer:
         """The value of one environment variable of this server process ("(unset)" when it has none)."""
         return os.environ.get(name, "(unset)")
 
+    def write_stderr(lines: list[str], repeat: int = 1, unfinished: str = "") -> str:
+        """Write the lines on stderr `repeat` times, numbered ("3: ..."), then `unfinished` without a line break."""
+        for number in range(1, repeat + 1):
+            for line in lines:
+                sys.stderr.write(f"{number}: {line}\n")
+        sys.stderr.write(unfinished)
+        sys.stderr.flush()
+        return "written"
+
+    def leave_stderr_open(seconds: float) -> int:
+        """Start a process outside this server's process group that keeps its stderr open; return its pid."""
+        sleeper = [sys.executable, "-c", f"import time; time.sleep({seconds!r})"]
+        quiet = subprocess.DEVNULL
+        return subprocess.Popen(sleeper, stdin=quiet, stdout=quiet, start_new_session=True).pid
+
     outcomes: list[str] = []
 
     async def slow(seconds: float) -> str:
@@ -56,6 +73,8 @@ def build_server() -> MCPServer:
     server.add_tool(slow)
     server.add_tool(slow_outcomes)
     server.add_tool(environment)
+    server.add_tool(write_stderr)
+    server.add_tool(leave_stderr_open)
     return server
 
 

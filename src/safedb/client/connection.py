@@ -16,7 +16,7 @@ import anyio
 import httpx2
 from mcp.client.client import Client
 from mcp.client.session import ClientRequestContext, IncomingMessage
-from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp.client.stdio import StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 from mcp_types import (
@@ -38,6 +38,7 @@ from safedb import __version__
 from safedb.client.queue import ElicitationQueue
 from safedb.client.requests import Answerer, ElicitationRequest, Era, ServerIdentity
 from safedb.client.result_type import DefaultResultType
+from safedb.client.server_stderr import stdio_transport
 from safedb.client.targets import HttpTarget, Target
 
 logger = logging.getLogger(__name__)
@@ -210,7 +211,7 @@ async def connect(target: Target, answerer: Answerer, era: str = "auto") -> Asyn
             parameters = StdioServerParameters(
                 command=target.command, args=list(target.args), env=dict(target.env or {}) or None, cwd=target.cwd
             )
-            transport = stdio_client(parameters)
+            transport = stdio_transport(parameters)  # its stderr cleaned, as all server text
         client = Client(
             DefaultResultType(transport, connection.speaks_input_required),
             mode=ERA_MODES[era],

@@ -1,0 +1,68 @@
+"""What a stdio server writes on its stderr reaches the terminal cleaned, every line, without stalling either side.
+
+A real stdio server process (tests/client/redteam_server.py) writes escape sequences and bidi overrides on its
+stderr while `safedb call` runs it; the client's own stderr is checked as a terminal would receive it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import signal
+import sys
+import time
+
+from tests.client.test_client_redteam import safedb
+
+REDTEAM_STDIO = shlex.join([sys.executable, "-m", "tests.client.redteam_server", "--stdio"])
+
+HOSTILE_LINES = [
+    "title\x1b]0;PWNED\x07 set",  # window title
+    "clipboard\x1b]52;c;cm0gLXJmIH4=\x07 written",  # OSC 52: the clipboard
+    "screen\x1b[2J\x1b[H cleared\x1b[3A over the question",  # erase, cursor home, cursor up
+    "order \u202ereversed\u202c back",  # a bidi override
+    "carriage\r return",
+]
+CLEANED_LINES = ["title set", "clipboard written", "screen cleared over the question", "order reversed back",
+                 "carriage return"]  # fmt: skip
+
+
+def _server_lines(stderr: str) -> list[str]:
+    """The numbered lines the server wrote ("3: ..."), in the order they reached the client's stderr."""
+    return [line for line in stderr.splitlines() if line.split(":", 1)[0].isdigit()]
+
+
+def test_a_stdio_servers_stderr_reaches_the_terminal_cleaned_line_by_line() -> None:
+    arguments = json.dumps({"lines": HOSTILE_LINES, "unfinished": "7: last words\x1b[31m, no line break"})
+    result = safedb("call", "--stdio", REDTEAM_STDIO, "write_stderr", arguments)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "written"
+    assert _server_lines(result.stderr) == [*(f"1: {line}" for line in CLEANED_LINES), "7: last words, no line break"]
+    assert not {"\x1b", "\x07", "\r", "\u202e", "\u202c"} & set(result.stderr)
+
+
+def test_a_server_writing_much_on_stderr_is_not_stalled_and_loses_no_line() -> None:
+    # 3000 lines of ~80 characters are several times what a pipe buffers: a client that stopped reading (or read
+    # only at the end) would leave the server blocked in its write, and the call would never return.
+    line = "x" * 70 + "\x1b[2K"
+    started = time.monotonic()
+    result = safedb("call", "--stdio", REDTEAM_STDIO, "write_stderr", json.dumps({"lines": [line], "repeat": 3000}))
+    assert result.returncode == 0, result.stderr
+    assert _server_lines(result.stderr) == [f"{number}: {'x' * 70}" for number in range(1, 3001)]
+    assert time.monotonic() - started < 50
+
+
+def test_a_process_keeping_the_servers_stderr_open_does_not_keep_the_client() -> None:
+    # A process the server started in a session of its own outlives the server and holds the stderr pipe open: the
+    # client must not wait for that pipe to end before it exits. (It did not wait before stderr was relayed either,
+    # but that process then held the client's own stderr open, so `safedb call ... 2>&1 | cat` waited for it.)
+    started = time.monotonic()
+    result = safedb("call", "--stdio", REDTEAM_STDIO, "leave_stderr_open", "seconds=45")
+    pid = int(result.stdout.strip())
+    try:
+        assert result.returncode == 0, result.stderr
+        assert time.monotonic() - started < 30
+        os.kill(pid, 0)  # still running, so the pipe was still open when the client left
+    finally:
+        os.kill(pid, signal.SIGKILL)
