@@ -61,7 +61,9 @@ def test_rules_match_message_server_and_tool() -> None:
     assert decide(RULES, request("DELETE FROM scratch_a", tool=None)).result.action == "decline"
 
 
-@pytest.mark.parametrize("hidden", ["\x1b[0m", "\u200b", "\u202e", "\x07", "\x1b]0;title\x07"])
+@pytest.mark.parametrize(
+    "hidden", ["\x1b[0m", "\u200b", "\u202e", "\x07", "\x1b]0;title\x07", "\u2060", "\u00ad", "\U000e0020"]
+)
 def test_rules_match_the_message_as_it_is_shown(hidden: str) -> None:
     """A server's escape sequence or invisible character inside `DROP TABLE` took the question past the rule that
     declines it to the next one that matched, here one that accepts."""

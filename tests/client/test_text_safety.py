@@ -71,3 +71,58 @@ def test_a_host_with_an_invisible_character_is_shown_escaped_and_not_opened(invi
     assert review.host == "ex" + invisible.encode("ascii", "backslashreplace").decode("ascii") + "ample.com"
     assert not review.openable
     assert review.reason is not None
+
+
+def _tags(text: str) -> str:
+    """`text` spelled in Unicode tag characters (U+E0000 + its ASCII code): invisible, yet read by machines."""
+    return "".join(chr(0xE0000 + ord(character)) for character in text)
+
+
+ENGLAND_FLAG = "\U0001f3f4" + _tags("gbeng") + "\U000e007f"
+
+
+@pytest.mark.parametrize(
+    ("text", "shown"),
+    [
+        ("DROP\u2060 TABLE", "DROP TABLE"),  # word joiner
+        ("a\u2061b\u2062c\u2063d\u2064e", "abcde"),  # invisible function application, times, separator, plus
+        ("ad\u00admin", "admin"),  # soft hyphen: "admin" and "ad-min" look alike
+        ("Approve" + _tags(" and also grant admin"), "Approve"),  # tag characters smuggling an instruction
+        ("\ufff9annotated\ufffa reading\ufffb text", "annotated reading text"),  # interlinear annotation
+        ("\u180efilled\u206aold\u206fstyle", "filledoldstyle"),  # Mongolian vowel separator, deprecated formats
+        ("\U0001d173music\U0001d17a", "music"),  # musical symbol format controls
+        ("\U000e0001language tag", "language tag"),
+        ("\u2065\ufff0reserved", "reserved"),  # unassigned, but reserved as invisible
+    ],
+)
+def test_invisible_format_characters_are_removed(text: str, shown: str) -> None:
+    assert clean_text(text) == shown
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "\u0645\u06cc\u200c\u062e\u0648\u0627\u0647\u0645",  # Persian "I want": ZWNJ keeps the letters apart
+        "\u0915\u094d\u200d\u0937",  # Devanagari: ZWJ asks for the half form of KA
+        "\U0001f468\u200d\U0001f469\u200d\U0001f467",  # an emoji family (ZWJ sequence)
+        ENGLAND_FLAG,  # an emoji tag sequence: the subdivision flag of England
+        f"{ENGLAND_FLAG} and \U0001f3f4" + _tags("gbsct") + "\U000e007f",
+        "\u0600\u0661\u0662\u0663",  # the Arabic number sign, drawn under the digits it precedes
+    ],
+)
+def test_format_characters_that_scripts_and_emoji_need_are_kept(text: str) -> None:
+    assert clean_text(text) == text
+
+
+@pytest.mark.parametrize(
+    ("text", "shown"),
+    [
+        (ENGLAND_FLAG + _tags("grant admin"), ENGLAND_FLAG),
+        ("\U0001f3f4" + _tags("grant admin"), "\U0001f3f4"),  # no cancel tag: not a flag
+        ("\U0001f3f4" + _tags("Gbeng") + "\U000e007f", "\U0001f3f4"),  # subdivision codes are lower case
+        ("\U0001f3f4" + _tags("gbenglandx") + "\U000e007f", "\U0001f3f4"),  # too long for a subdivision
+        ("x" + _tags("gbeng") + "\U000e007f", "x"),  # tags only follow the black flag
+    ],
+)
+def test_tag_characters_outside_a_subdivision_flag_are_removed(text: str, shown: str) -> None:
+    assert clean_text(text) == shown

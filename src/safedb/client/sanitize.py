@@ -1,7 +1,7 @@
-"""Server-supplied text made safe to print in a terminal: no escape sequences, no control characters.
+"""Server-supplied text made safe to print in a terminal: no escape sequences, no control or invisible characters.
 
 A message could otherwise clear the screen, move the cursor over the real question, set the window
-title, or reorder text with bidirectional overrides.
+title, reorder text with bidirectional overrides, or hide text with characters that draw nothing.
 """
 
 from __future__ import annotations
@@ -16,9 +16,21 @@ _ESCAPE_SEQUENCES = re.compile(
     r"|\x1b[ -/]*[0-~]"  # two-character escapes
     r"|\x9b[0-?]*[ -/]*[@-~]"  # 8-bit CSI
 )
-_BIDI_AND_INVISIBLE = frozenset("\u061c\u200b\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069\ufeff")
-"""Every bidirectional control (Unicode's Bidi_Control: marks, embeddings, overrides, isolates), the zero-width
-space and U+FEFF."""
+_KEPT_FORMAT_CHARACTERS = frozenset(
+    "\u200c\u200d"  # zero-width non-joiner and joiner: Persian, Indic scripts and emoji sequences need them
+    "\u0600\u0601\u0602\u0603\u0604\u0605\u06dd\u070f\u0890\u0891\u08e2\U000110bd\U000110cd"
+)
+"""Format characters (category Cf) that are kept: the two joiners, and Unicode's prepended concatenation marks
+(such as the Arabic number sign), which are drawn, spanning the digits after them, so they cannot hide anything."""
+_RESERVED_INVISIBLE = frozenset("\u2065" + "".join(map(chr, range(0xFFF0, 0xFFF9))))
+"""Unassigned code points that Unicode reserves as default-ignorable, to be shown as nothing once assigned (the
+unassigned tags are removed with the rest of their block, below)."""
+_TAGS_OUTSIDE_FLAGS = re.compile(
+    "(\U0001f3f4[\U000e0061-\U000e007a]{2}[\U000e0030-\U000e0039\U000e0061-\U000e007a]{1,4}\U000e007f)"
+    "|[\U000e0000-\U000e007f]"
+)
+"""Tag characters are invisible copies of ASCII, which can smuggle text past the reader; the only use Unicode
+recommends is an emoji subdivision flag (the black flag, a subdivision code such as `gbeng`, the cancel tag)."""
 _LINE_SEPARATORS = frozenset("\n\u2028\u2029")
 
 
@@ -28,12 +40,26 @@ def clean_text(text: str, *, multiline: bool = True) -> str:
     With `multiline=False` line breaks become spaces too, for names and one-line labels.
     """
     text = _ESCAPE_SEQUENCES.sub("", text).replace("\r\n", "\n").replace("\t", "    ")
+    text = _TAGS_OUTSIDE_FLAGS.sub(lambda flag: flag[1] or "", text)
     kept = []
     for character in text:
         if character in _LINE_SEPARATORS:  # U+2028/U+2029 break lines too, where terminals show nothing
             kept.append("\n" if multiline else " ")
-        elif character in _BIDI_AND_INVISIBLE or unicodedata.category(character) in ("Cc", "Cs", "Co"):
+        elif _is_hidden(character):
             continue
         else:
             kept.append(character)
     return "".join(kept)
+
+
+def _is_hidden(character: str) -> bool:
+    """Whether the character is a control, a surrogate or private-use character, or invisible text.
+
+    Format characters (Cf) draw nothing, yet change what a string is: bidi controls reorder text, zero-width and
+    invisible ones hide text or tell two strings that look alike apart (`ad\u00admin` is not `admin`). All go
+    but the few that scripts need; a tag character reaching here is part of a subdivision flag.
+    """
+    category = unicodedata.category(character)
+    if category == "Cf":
+        return character not in _KEPT_FORMAT_CHARACTERS and not "\U000e0020" <= character <= "\U000e007f"
+    return category in ("Cc", "Cs", "Co") or character in _RESERVED_INVISIBLE

@@ -24,19 +24,21 @@ class UrlReview:
 def review_url(url: str) -> UrlReview:
     """Whether a URL may be opened on the person's consent: https anywhere, http only for this machine."""
     cleaned = clean_text(url, multiline=False)
-    if cleaned != url or any(character.isspace() for character in url):
-        return UrlReview(cleaned, "", False, "the URL contains spaces or control characters")
     try:
         parts = urlsplit(url)
         hostname = parts.hostname or ""
         _ = parts.port
     except ValueError:
-        return UrlReview(url, "", False, "the URL cannot be parsed")
+        return UrlReview(cleaned, "", False, "the URL cannot be parsed")
     # Browsers read a backslash before the path as "/": `https://evil.example\\.good.example/` opens evil.example.
     host = _ascii_host(hostname) if "\\" not in parts.netloc else None
     if host is None:
+        # Before the check below, which would show the host with its invisible characters removed: escaped, the
+        # person sees where they are.
         escaped = hostname.encode("ascii", "backslashreplace").decode("ascii")
-        return UrlReview(url, escaped, False, "the host has characters that browsers drop or read differently")
+        return UrlReview(cleaned, escaped, False, "the host has characters that browsers drop or read differently")
+    if cleaned != url or any(character.isspace() for character in url):
+        return UrlReview(cleaned, "", False, "the URL contains spaces, control or invisible characters")
     if not host:
         return UrlReview(url, host, False, "the URL has no host")
     if parts.username is not None or parts.password is not None:
