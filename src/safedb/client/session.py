@@ -5,7 +5,6 @@ Commands: tools, call TOOL key=value..., TOOL key=value... (when TOOL is a tool)
 
 from __future__ import annotations
 
-import json
 import logging
 import shlex
 import signal
@@ -23,7 +22,7 @@ from pydantic import ValidationError
 from safedb.client.arguments import ArgumentError, parse_arguments
 from safedb.client.connection import Connection
 from safedb.client.interrupts import Interrupted, cancelled_by
-from safedb.client.results import describe_tools, error_json, render_error, render_result, result_json
+from safedb.client.results import describe_tools, error_json, json_text, render_error, render_result, result_json
 from safedb.client.sanitize import clean_text
 
 logger = logging.getLogger(__name__)
@@ -112,14 +111,10 @@ class CommandRunner:
         except MCPError as exc:
             if exc.code == CONNECTION_CLOSED:
                 raise  # not an answer from the server: it is gone
-            self.write(self._json(error_json(exc.error)) if self._json_output else render_error(exc.error))
+            self.write(json_text(error_json(exc.error)) if self._json_output else render_error(exc.error))
             return CommandOutcome(ok=False)
-        self.write(self._json(result_json(result)) if self._json_output else render_result(result))
+        self.write(json_text(result_json(result)) if self._json_output else render_result(result))
         return CommandOutcome(ok=not result.is_error)
-
-    @staticmethod
-    def _json(value: object) -> str:
-        return json.dumps(value, indent=2, ensure_ascii=False)
 
 
 async def run_script(runner: CommandRunner, lines: Sequence[str]) -> bool:
