@@ -37,6 +37,10 @@ def build_server() -> MCPServer:
         """The value of one environment variable of this server process ("(unset)" when it has none)."""
         return os.environ.get(name, "(unset)")
 
+    def process_facts(names: list[str]) -> dict[str, Any]:
+        """This server process's working directory, command line and the named environment variables (null: unset)."""
+        return {"cwd": os.getcwd(), "argv": sys.argv, "env": {name: os.environ.get(name) for name in names}}
+
     def write_stderr(lines: list[str], repeat: int = 1, unfinished: str = "") -> str:
         """Write the lines on stderr `repeat` times, numbered ("3: ..."), then `unfinished` without a line break."""
         for number in range(1, repeat + 1):
@@ -74,6 +78,7 @@ def build_server() -> MCPServer:
     server.add_tool(slow_outcomes)
     server.add_tool(environment)
     server.add_tool(write_stderr)
+    server.add_tool(process_facts)
     server.add_tool(leave_stderr_open)
     return server
 

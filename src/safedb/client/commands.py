@@ -16,6 +16,7 @@ from mcp.shared.exceptions import MCPError
 from prompt_toolkit.application import create_app_session
 from prompt_toolkit.output import create_output
 
+from safedb.client.config_variables import PromptInput
 from safedb.client.connection import ERA_MODES, Connection, EraUnavailable, connect
 from safedb.client.console_log import log_to_console
 from safedb.client.demo import demo_server, run_demo
@@ -34,6 +35,8 @@ _target_options = [
     click.option("--config", "config_file", type=click.Path(dir_okay=False, path_type=Path),
                  help="An mcpServers JSON file (Claude Desktop, VS Code, mcp-use format)."),
     click.option("--server", "server_name", metavar="NAME", help="Which server of --config to use."),
+    click.option("--input", "inputs", multiple=True, metavar="ID=VALUE",
+                 help="The value of ${input:ID} in --config (otherwise asked in the terminal; repeatable)."),
     click.option("--header", "headers", multiple=True, metavar="NAME:VALUE", help="HTTP header to send (repeatable)."),
     click.option("--era", type=click.Choice(list(ERA_MODES)), default="auto", show_default=True,
                  help="Protocol era: auto-negotiate, the initialize handshake (2025-11-25), or 2026-07-28."),
@@ -59,6 +62,7 @@ def client(
     stdio_command: str | None,
     config_file: Path | None,
     server_name: str | None,
+    inputs: tuple[str, ...],
     headers: tuple[str, ...],
     era: str,
     answers_file: Path | None,
@@ -70,7 +74,7 @@ def client(
     TARGET is an http(s) URL; or use --stdio "command args", or --config FILE --server NAME.
     Without -x, commands are read interactively (or from standard input when it is not a terminal).
     """
-    chosen = _target(target, stdio_command, config_file, server_name, headers)
+    chosen = _target(target, stdio_command, config_file, server_name, headers, inputs)
     answerer = _answerer(answers_file, decline_all)
 
     async def session(connection: Connection) -> bool:
@@ -94,6 +98,7 @@ def call(
     stdio_command: str | None,
     config_file: Path | None,
     server_name: str | None,
+    inputs: tuple[str, ...],
     headers: tuple[str, ...],
     era: str,
     answers_file: Path | None,
@@ -109,7 +114,7 @@ def call(
     url, rest = (None, words) if named_elsewhere else (words[0], words[1:])
     if not rest:
         raise click.UsageError("Name the tool to call.")
-    chosen = _target(url, stdio_command, config_file, server_name, headers)
+    chosen = _target(url, stdio_command, config_file, server_name, headers, inputs)
     answerer = _answerer(answers_file, decline_all, quiet=json_output)
 
     async def one_call(connection: Connection) -> bool:
@@ -148,21 +153,49 @@ def _target(
     config_file: Path | None,
     server_name: str | None,
     headers: Sequence[str],
+    inputs: Sequence[str] = (),
 ) -> Target:
     given = [choice for choice in (url, stdio_command, config_file) if choice is not None]
     if len(given) != 1:
         raise click.UsageError("Give exactly one server: a URL, --stdio COMMAND, or --config FILE --server NAME.")
+    if inputs and config_file is None:
+        raise click.UsageError("--input gives values to a --config file's ${input:ID} variables.")
     try:
         if config_file is not None:
             if server_name is None:
                 raise click.UsageError("--config needs --server NAME.")
-            return config_target(config_file, server_name)
+            # Asked on the terminal only: without one, standard input may be the session's commands.
+            ask = _ask_input if sys.stdin.isatty() else None
+            return config_target(config_file, server_name, inputs=_inputs(inputs), ask=ask, warn=_warn)
         if stdio_command is not None:
             return stdio_target(stdio_command)
         assert url is not None
         return http_target(url, _headers(headers))
     except TargetError as exc:
-        raise click.ClickException(str(exc)) from None
+        # It may quote a config file that came with someone else's project (an input's description, a name).
+        raise click.ClickException(clean_text(str(exc), multiline=False)) from None
+
+
+def _inputs(inputs: Sequence[str]) -> dict[str, str]:
+    parsed = {}
+    for given in inputs:
+        input_id, separator, value = given.partition("=")
+        if not separator or not input_id:
+            # Not repeated: what was given may be a secret.
+            raise click.UsageError("--input takes ID=VALUE: the id of one of the config file's inputs, =, its value.")
+        parsed[input_id] = value
+    return parsed
+
+
+def _ask_input(declared: PromptInput) -> str:
+    # The config file may come with a project someone else wrote: its words are cleaned as a server's are.
+    label = clean_text(declared.description or declared.id, multiline=False)
+    return str(click.prompt(label, default=declared.default, hide_input=declared.password,
+                            show_default=not declared.password and bool(declared.default), err=True))  # fmt: skip
+
+
+def _warn(message: str) -> None:
+    click.echo(f"Warning: {clean_text(message, multiline=False)}", err=True)
 
 
 def _headers(headers: Sequence[str]) -> dict[str, str]:

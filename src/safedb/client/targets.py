@@ -2,7 +2,8 @@
 
 Config files use the format Claude Desktop, Cursor and mcp-use read (`{"mcpServers": {NAME: {...}}}`),
 or VS Code's (`{"servers": {NAME: {...}}}`). An entry has either `command` (+ `args`, `env`, `cwd`)
-or `url` (+ `headers`; `type` http/streamable-http when given).
+or `url` (+ `headers`; `type` http/streamable-http when given). The variables VS Code and Cursor substitute
+(`${env:NAME}`, `${input:ID}`...) are substituted in those values (see `config_variables`).
 """
 
 from __future__ import annotations
@@ -10,12 +11,13 @@ from __future__ import annotations
 import json
 import re
 import shlex
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from safedb.client.config_variables import AskInput, ConfigVariableError, ConfigVariables
 from safedb.client.data_files import DataFileError, read_data_file
 
 
@@ -88,8 +90,19 @@ def stdio_target(command_line: str) -> StdioTarget:
     return StdioTarget(words[0], tuple(words[1:]))
 
 
-def config_target(path: Path, name: str) -> Target:
-    """The server `name` from an `mcpServers` (or VS Code `servers`) JSON file."""
+def config_target(
+    path: Path,
+    name: str,
+    *,
+    inputs: Mapping[str, str] | None = None,
+    ask: AskInput | None = None,
+    warn: Callable[[str], None] = lambda message: None,
+) -> Target:
+    """The server `name` from an `mcpServers` (or VS Code `servers`) JSON file, its variables substituted.
+
+    `inputs` are values for `${input:ID}` given up front; others are asked through `ask` (an error without it).
+    `warn` hears of environment variables that are not set.
+    """
     try:
         data = read_data_file(path, "config file", comments=True)
     except DataFileError as exc:
@@ -100,7 +113,11 @@ def config_target(path: Path, name: str) -> Target:
     if name not in servers:
         known = ", ".join(sorted(servers)) or "none"
         raise TargetError(f"{path} has no server named {name!r} (it has: {known})")
-    return _entry_target(name, servers[name])
+    variables = ConfigVariables(path, data.get("inputs"), dict(inputs or {}), ask, warn)
+    try:
+        return _entry_target(name, servers[name], variables.substitute)
+    except ConfigVariableError as exc:
+        raise TargetError(f"Server {name!r}: {exc}") from None
 
 
 def _servers(data: Any) -> Mapping[str, Any] | None:
@@ -112,16 +129,19 @@ def _servers(data: Any) -> Mapping[str, Any] | None:
     return None
 
 
-def _entry_target(name: str, entry: Any) -> Target:
+def _entry_target(name: str, entry: Any, substitute: Callable[[str], str]) -> Target:
+    """The target an entry describes; `substitute` resolves variables in the values VS Code and Cursor resolve
+    them in (command, args, env, cwd, url, headers), once their types are checked."""
     if not isinstance(entry, Mapping):
         raise TargetError(f"Server {name!r} is not a JSON object")
     kind = str(entry.get("type", "")).lower()
     if "url" in entry:
         if kind and kind not in _HTTP_TYPES:
             raise TargetError(f"Server {name!r} has type {kind!r}; only Streamable HTTP and stdio are supported")
-        headers = _string_map(entry.get("headers"), name, "headers")
+        headers = _string_map(entry.get("headers"), name, "headers", substitute)
+        url = entry["url"]
         try:
-            return http_target(str(entry["url"]), headers)
+            return http_target(substitute(url) if isinstance(url, str) else str(url), headers)
         except TargetError as exc:
             raise TargetError(f"Server {name!r}: {exc}") from None
     if "command" in entry:
@@ -132,12 +152,18 @@ def _entry_target(name: str, entry: Any) -> Target:
             raise TargetError(f"Server {name!r}: 'args' must be a list of strings")
         if cwd is not None and not isinstance(cwd, str):
             raise TargetError(f"Server {name!r}: 'cwd' must be a string")
-        return StdioTarget(command, tuple(args), _string_map(entry.get("env"), name, "env") or None, cwd)
+        program = substitute(command)
+        if not program:
+            raise TargetError(f"Server {name!r}: 'command' is empty once its variables are substituted")
+        arguments = tuple(substitute(arg) for arg in args)  # in the order of the entry: inputs are asked so
+        env = _string_map(entry.get("env"), name, "env", substitute) or None
+        return StdioTarget(program, arguments, env, substitute(cwd) if cwd is not None else None)
     raise TargetError(f"Server {name!r} has neither 'url' nor 'command'")
 
 
-def _string_map(value: Any, name: str, key: str) -> dict[str, str]:
-    """An object of strings; numbers and true/false are taken as their JSON text, as hosts written in Node take them."""
+def _string_map(value: Any, name: str, key: str, substitute: Callable[[str], str]) -> dict[str, str]:
+    """An object of strings, with variables substituted; numbers and true/false are taken as their JSON text, as hosts
+    written in Node take them."""
     if value is None:
         return {}
     if not isinstance(value, Mapping):
@@ -146,5 +172,5 @@ def _string_map(value: Any, name: str, key: str) -> dict[str, str]:
     for item, given in value.items():
         if not isinstance(given, str | int | float):  # bool is an int
             raise TargetError(f"Server {name!r}: {key!r} must be an object of strings (the value of {item!r} is not)")
-        strings[str(item)] = given if isinstance(given, str) else json.dumps(given)
+        strings[str(item)] = substitute(given) if isinstance(given, str) else json.dumps(given)
     return strings
