@@ -28,6 +28,12 @@ from safedb.approval.display import readable_length, visible_statement
         ),
         ("SELECT '\u115f\u1160\uffa0'", "SELECT '⟨U+115F⟩⟨U+1160⟩⟨U+FFA0⟩'"),
         ("DELETE FROM t\u200b\u200b\u200b" + "\u200b" * 20, "DELETE FROM t⟨U+200B, 23 times⟩"),
+        # Marks stacked on one character grow over the lines above and below it, covering them.
+        ("DELETE FROM t /*a" + "\u0301" * 300 + "*/", "DELETE FROM t /*a⟨300 combining marks⟩*/"),
+        ("DELETE FROM t -- " + "x\u0300\u0301\u0302\u0303\u0304\u0305", "DELETE FROM t -- x⟨6 combining marks⟩"),
+        # Drawn across or around their character: struck through, `OR 1=1` reads as taken out.
+        ("DELETE FROM t WHERE id = 2 O\u0336R\u0336 1=1", "DELETE FROM t WHERE id = 2 O⟨U+0336⟩R⟨U+0336⟩ 1=1"),
+        ("DELETE FROM t WHERE 1=1\u20e0", "DELETE FROM t WHERE 1=1⟨U+20E0⟩"),
     ],
 )
 def test_what_could_hide_part_of_a_statement_is_named(sql: str, shown: str) -> None:
@@ -35,7 +41,8 @@ def test_what_could_hide_part_of_a_statement_is_named(sql: str, shown: str) -> N
 
 
 def test_ordinary_layout_and_text_are_shown_as_written() -> None:
-    sql = "UPDATE t\r\n   SET name = 'Zoë — ok'\n\n\tWHERE id = 1   -- note"
+    # Vietnamese and Devanagari carry up to two marks a letter; `e` and a combining acute, decomposed.
+    sql = "UPDATE t\r\n   SET name = 'Zoë — ok', v = 'Tiê\u0301ng Việt नमस्ते e\u0301'\n\n\tWHERE id = 1   -- note"
     assert visible_statement(f"  {sql}\n") == sql.replace("\r\n", "\n")
 
 

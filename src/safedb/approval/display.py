@@ -27,19 +27,33 @@ _BLANK_LOOKING = frozenset("\u034f\u115f\u1160\u17b4\u17b5\u2800\u3164\uffa0")
 # Combining marks (accents, variation selectors...): each goes on the character before it, and alone shows nothing
 # a person can read, so a justification's length counts them with their letter, not on their own.
 _MARK_CATEGORIES = frozenset({"Mn", "Me"})
+# Marks one character may carry as they are (a letter of any script needs a few); a longer run stacks up over the
+# lines above and below, covering them, and is named with its count instead.
+_MAX_MARKS = 4
+# Marks drawn across or around their character (strike-through and slash overlays, enclosing circles): `OR 1=1`
+# struck through reads as taken out while it runs.
+_OVERLAY_CLASS = 1
 # The only ASCII characters that hide: the controls other than a line break and a tab.
 _ASCII_HIDDEN = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
 
 
 def visible_statement(sql: str) -> str:
     """`sql` as it must be shown before approval: hidden characters as `⟨U+202E⟩` (a long run of one as
-    `⟨U+3164, 3,000 times⟩`), long runs of blanks as `⟨3,000 blanks⟩`, of empty lines as `⟨200 line breaks⟩`."""
+    `⟨U+3164, 3,000 times⟩`), long runs of blanks as `⟨3,000 blanks⟩`, of empty lines as `⟨200 line breaks⟩`, of
+    combining marks on one character as `⟨200 combining marks⟩`."""
     text = sql.strip().replace("\r\n", "\n")
     text = _EMPTY_LINES.sub(lambda run: f"\n⟨{run.group().count(chr(10)):,} line breaks⟩\n", text)
     text = _BLANK_RUN.sub(lambda run: f"⟨{len(run.group()):,} blanks⟩", text)
     if text.isascii() and _ASCII_HIDDEN.search(text) is None:
         return text  # the usual statement: nothing in it hides, and looking at each character costs
-    return "".join(_shown(character, len(list(run))) for character, run in itertools.groupby(text))
+    shown = []
+    for is_mark, run in itertools.groupby(text, lambda character: unicodedata.category(character) in _MARK_CATEGORIES):
+        characters = "".join(run)
+        if is_mark and len(characters) > _MAX_MARKS:
+            shown.append(f"⟨{len(characters):,} combining marks⟩")
+        else:
+            shown.extend(_shown(character, len(list(same))) for character, same in itertools.groupby(characters))
+    return "".join(shown)
 
 
 def readable_length(text: str) -> int:
@@ -57,6 +71,7 @@ def _shown(character: str, times: int) -> str:
 
 
 def _hidden(character: str) -> bool:
-    return character in _BLANK_LOOKING or (
-        character not in _SHOWN_AS_IS and unicodedata.category(character) in _HIDDEN_CATEGORIES
-    )
+    if character in _BLANK_LOOKING or unicodedata.combining(character) == _OVERLAY_CLASS:
+        return True
+    category = unicodedata.category(character)
+    return category == "Me" or (character not in _SHOWN_AS_IS and category in _HIDDEN_CATEGORIES)
