@@ -148,6 +148,34 @@ def test_url_and_headers_of_a_cursor_entry_are_resolved(tmp_path: Path, monkeypa
     assert config_target(config, "a") == HttpTarget("http://127.0.0.1:8123/mcp", {"Authorization": "Bearer k-1"})
 
 
+def test_an_mcp_servers_file_takes_claude_codes_variables_too(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Claude Code's `.mcp.json` writes `${NAME}` and `${NAME:-default}`; VS Code's `servers` files leave them."""
+    monkeypatch.setenv("SAFEDB_TEST_KEY", "k-1")
+    monkeypatch.setenv("SAFEDB_TEST_EMPTY", "")
+    monkeypatch.delenv("SAFEDB_TEST_SURELY_UNSET", raising=False)
+    entry = {
+        "command": "${SAFEDB_TEST_SURELY_UNSET:-npx}",
+        "args": ["--key=${SAFEDB_TEST_KEY}", "${SAFEDB_TEST_EMPTY:-fallback}", "${SAFEDB_TEST_KEY:-unused}"],
+        "env": {
+            "UNSET": "${SAFEDB_TEST_SURELY_UNSET}",  # passed as written, as Claude Code passes it
+            "VSCODE": "${env:SAFEDB_TEST_KEY}",
+            "NOT_A_NAME": "${1x}",
+        },
+    }
+    claude = write_config(tmp_path / ".mcp.json", {"mcpServers": {"a": entry}})
+    vscode = write_config(tmp_path / ".vscode" / "mcp.json", {"servers": {"a": entry}})
+    assert config_target(claude, "a") == StdioTarget(
+        "npx",
+        ("--key=k-1", "fallback", "k-1"),
+        {"UNSET": "${SAFEDB_TEST_SURELY_UNSET}", "VSCODE": "k-1", "NOT_A_NAME": "${1x}"},
+    )
+    assert config_target(vscode, "a") == StdioTarget(
+        "${SAFEDB_TEST_SURELY_UNSET:-npx}",
+        ("--key=${SAFEDB_TEST_KEY}", "${SAFEDB_TEST_EMPTY:-fallback}", "${SAFEDB_TEST_KEY:-unused}"),
+        {"UNSET": "${SAFEDB_TEST_SURELY_UNSET}", "VSCODE": "k-1", "NOT_A_NAME": "${1x}"},
+    )
+
+
 def test_workspace_folder_outside_a_workspace_config_is_the_current_directory(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -7,6 +7,9 @@ an unset environment variable gives the empty string (as a shell does; here with
 does not know and a nested `${env:${X}}` stay as written, and a value is not resolved again (a password that
 contains `${` stays as typed). Variables that need the editor (`${file}`, `${config:...}`, `${command:...}`...)
 cannot be resolved here and are an error.
+
+In `mcpServers` files (Claude Code's `.mcp.json` among them), Claude Code's forms too: `${NAME}`, the environment
+variable (as written while unset, as Claude Code passes it), and `${NAME:-default}`.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from typing import Any
 
 _VARIABLE = re.compile(r"\$\{(.*?)\}")
 """VS Code's pattern: the shortest `${...}`."""
+_ENVIRONMENT_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _EDITOR_ONLY = frozenset({
     "file", "fileWorkspaceFolder", "fileWorkspaceFolderBasename", "relativeFile", "relativeFileDirname",
     "fileBasename", "fileBasenameNoExtension", "fileDirname", "fileExtname", "fileDirnameBasename", "lineNumber",
@@ -65,6 +69,8 @@ class ConfigVariables:
     ask: AskInput | None = None
     warn: Callable[[str], None] = lambda message: None
     environ: Mapping[str, str] = field(default_factory=lambda: dict(os.environ))
+    shell_style: bool = False
+    """Also Claude Code's `${NAME}` and `${NAME:-default}` (an `mcpServers` file)."""
     _answers: dict[str, str] = field(default_factory=dict)
 
     def substitute(self, text: str) -> str:
@@ -94,7 +100,10 @@ class ConfigVariables:
                 raise ConfigVariableError(f"{written}: only the one workspace folder is known here, not a named one")
             folder = self.workspace_folder()
             return folder.name if name.endswith(("Basename", "FolderName")) else str(folder)
+        shell_variable = self.shell_style and _ENVIRONMENT_NAME.fullmatch(name) is not None
         if has_argument:
+            if shell_variable and argument.startswith("-"):  # Claude Code: the default when unset or empty
+                return self.environ.get(name) or argument[1:]
             return written
         if name == "userHome":
             return str(Path.home())
@@ -102,6 +111,8 @@ class ConfigVariables:
             return os.getcwd()
         if name in ("pathSeparator", "/"):
             return os.sep
+        if shell_variable:
+            return self.environ.get(name, written)
         return written  # VS Code leaves a variable it does not know as written
 
     def workspace_folder(self) -> Path:

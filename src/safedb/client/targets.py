@@ -113,7 +113,8 @@ def config_target(
     if name not in servers:
         known = ", ".join(sorted(servers)) or "none"
         raise TargetError(f"{path} has no server named {name!r} (it has: {known})")
-    variables = ConfigVariables(path, data.get("inputs"), dict(inputs or {}), ask, warn)
+    shell_style = isinstance(data.get("mcpServers"), Mapping)  # `servers` is VS Code's
+    variables = ConfigVariables(path, data.get("inputs"), dict(inputs or {}), ask, warn, shell_style=shell_style)
     try:
         return _entry_target(name, servers[name], variables.substitute)
     except ConfigVariableError as exc:
