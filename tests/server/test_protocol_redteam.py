@@ -52,6 +52,15 @@ async def call_stateless(http: httpx2.AsyncClient, url: str, arguments: dict[str
     return answered.json()["result"]
 
 
+async def accept_stateless(http: httpx2.AsyncClient, asked_at: str, answered_at: str, query: str, content: Any) -> Any:
+    """Call execute_query with `query` at the server `asked_at`, and accept its question with `content` at
+    `answered_at` (the same server, or another); the second call's JSON-RPC result."""
+    asked = await call_stateless(http, asked_at, {"query": query})
+    answer = {"safedb_approval": {"action": "accept", "content": content}}
+    state = asked["requestState"]
+    return await call_stateless(http, answered_at, {"query": query}, requestState=state, inputResponses=answer)
+
+
 def audit_decisions(audit_db: Path) -> list[str]:
     with SqliteAuditStore.open(audit_db, readonly=True) as audit:
         return [str(record.decision) for record in audit.records(AuditQuery(limit=None))]
@@ -65,12 +74,7 @@ async def test_a_production_justification_of_marks_that_show_nothing_does_not_co
     blank = {"confirm": True, "justification": "\ufe0f" * 10, "environment": "Production"}
     with safedb_serve(demo_db) as server:
         async with httpx2.AsyncClient(headers=HEADERS, timeout=30) as http:
-            asked = await call_stateless(http, server.url, {"query": query})
-            answer = {"safedb_approval": {"action": "accept", "content": blank}}
-            state = asked["requestState"]
-            answered = await call_stateless(
-                http, server.url, {"query": query}, requestState=state, inputResponses=answer
-            )
+            answered = await accept_stateless(http, server.url, server.url, query, blank)
     assert answered["structuredContent"]["status"] == "blocked", answered
     assert rows(demo_db, "SELECT count(*) FROM invoices WHERE id = 7") == [(1,)]
     assert audit_decisions(demo_db.parent / "audit.db") == ["requested", "blocked"]
@@ -101,12 +105,7 @@ async def test_an_answer_does_not_move_to_another_deployment_sharing_only_the_ke
     key = ("--request-state-key", secrets.token_urlsafe(48))
     with safedb_serve(shown, *key) as asking, safedb_serve(other, *key) as elsewhere:
         async with httpx2.AsyncClient(headers=HEADERS, timeout=30) as http:
-            asked = await call_stateless(http, asking.url, {"query": query})
-            answer = {"safedb_approval": {"action": "accept", "content": ACCEPTED}}
-            state = asked["requestState"]
-            moved = await call_stateless(
-                http, elsewhere.url, {"query": query}, requestState=state, inputResponses=answer
-            )
+            moved = await accept_stateless(http, asking.url, elsewhere.url, query, ACCEPTED)
     assert moved["isError"]
     assert "no record of asking" in moved["structuredContent"]["message"]
     assert rows(other, "SELECT count(*) FROM invoices WHERE id = 3") == [(1,)]
