@@ -26,8 +26,13 @@ from safedb.settings import Policy, Settings, Target, Transport
 
 logger = logging.getLogger(__name__)
 
-# Options that describe the one target served without a configuration file.
-TARGET_OPTIONS = frozenset({"database", "writer_database", "allowed_paths", "approval_timeout"})
+# Options that describe the one target served without a configuration file, as a person sets them.
+TARGET_OPTIONS = {
+    "database": "--database (SAFEDB_DATABASE)",
+    "writer_database": "--writer-database (SAFEDB_WRITER_DATABASE)",
+    "allowed_paths": "--allow-path (SAFEDB_ALLOWED_PATHS)",
+    "approval_timeout": "--approval-timeout (SAFEDB_APPROVAL_TIMEOUT)",
+}
 LIMIT_OPTIONS = {"max_rows": "max_rows", "max_result_bytes": "max_bytes", "statement_timeout": "statement_timeout"}
 SERVER_OPTIONS = frozenset({"transport", "host", "port", "data_dir", "audit_db", "request_state_keys"})
 
@@ -42,7 +47,7 @@ def settings_for(config: Path | None, options: Mapping[str, Any], given: frozens
         base = Settings(targets=(_single_target(options),))
         given = given | SERVER_OPTIONS | frozenset(LIMIT_OPTIONS)
     else:
-        misplaced = sorted(f"--{name.replace('_', '-')}" for name in given & TARGET_OPTIONS)
+        misplaced = sorted(TARGET_OPTIONS[name] for name in given & TARGET_OPTIONS.keys())
         if misplaced:
             raise ConfigurationError(
                 f"{', '.join(misplaced)} cannot be combined with --config: set targets in the configuration file."

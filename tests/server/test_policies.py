@@ -3,6 +3,7 @@ and several targets behind one server."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -134,4 +135,23 @@ def test_target_options_cannot_be_combined_with_a_config_file(tmp_path: Path) ->
         capture_output=True, text=True, timeout=60, check=False,
     )  # fmt: skip
     assert result.returncode == 1
-    assert "--database cannot be combined with --config" in result.stderr
+    assert "--database (SAFEDB_DATABASE) cannot be combined with --config" in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "environment"),
+    [(["--allow-path", "backups"], {}), ([], {"SAFEDB_ALLOWED_PATHS": "backups"})],
+    ids=["option", "environment"],
+)
+def test_the_refusal_names_the_option_as_it_is_spelled(
+    tmp_path: Path, args: list[str], environment: dict[str, str]
+) -> None:
+    """The refusal named `--allowed-paths`, an option that does not exist (the parameter's name, not its flag)."""
+    (tmp_path / "safedb.toml").write_text(CONFIG, encoding="utf-8")
+    result = subprocess.run(
+        [sys.executable, "-m", "safedb", "serve", "--config", str(tmp_path / "safedb.toml"), *args],
+        capture_output=True, text=True, timeout=60, check=False, env={**os.environ, **environment},
+    )  # fmt: skip
+    assert result.returncode == 1
+    assert "--allow-path (SAFEDB_ALLOWED_PATHS) cannot be combined with --config" in result.stderr
+    assert "Traceback" not in result.stderr
