@@ -5,10 +5,12 @@ from __future__ import annotations
 import json
 import sqlite3
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
+from bench.servers import serving_process
 from safedb.audit import AuditDecision, SqliteAuditStore
 from safedb.audit.chain import GENESIS_HASH, chain_hash
 from tests.audit.helpers import event, fill, run_audit, tampering
@@ -67,6 +69,36 @@ def test_default_location_is_the_data_dir(tmp_path: Path) -> None:
     result = run_audit("verify", env={"XDG_DATA_HOME": str(data_home)})
     assert result.returncode == 0, result.stderr
     assert "intact: 3 records" in result.stdout
+
+
+@pytest.mark.parametrize("how", ["data-dir", "config"])
+def test_finds_the_log_where_the_server_keeps_it(tmp_path: Path, demo_db: Path, how: str) -> None:
+    """A server given SAFEDB_DATA_DIR or --config keeps its log there; `safedb audit` looked only in the user data
+    directory, so it reported on another log (or none) while the server's went unchecked."""
+    config = tmp_path / "config" / "safedb.toml"
+    config.parent.mkdir()
+    config.write_text(f'[server]\naudit_db = "audit.db"\n[targets.app]\ndatabase = "{demo_db}"\n', encoding="utf-8")
+    server_options, audit_options, env = {
+        "data-dir": ([], [], {"SAFEDB_DATA_DIR": str(tmp_path / "data")}),
+        "config": (["--config", str(config)], ["--config", str(config)], {}),
+    }[how]
+    env = {**env, "XDG_DATA_HOME": str(tmp_path / "xdg")}  # the user data directory, which must stay unused
+    serve = [sys.executable, "-m", "safedb", "serve", "--port", "0", *server_options]
+    with serving_process(serve, env=env) as server:
+        call = subprocess.run(
+            [sys.executable, "-m", "safedb", "call", "--decline-all", server.url, "execute_query",
+             "query=DELETE FROM invoices"],
+            capture_output=True, text=True, timeout=60, check=False,
+        )  # fmt: skip
+    assert "declined" in call.stdout, call.stdout + call.stderr
+    listed = run_audit("list", "--json", *audit_options, env=env)
+    assert listed.returncode == 0, listed.stderr
+    assert [(r["decision"], r["sql"]) for r in json.loads(listed.stdout)] == [
+        ("requested", "DELETE FROM invoices"),
+        ("declined", "DELETE FROM invoices"),
+    ]
+    assert run_audit("verify", *audit_options, env=env).stdout.startswith("Audit log intact: 2 records")
+    assert not (tmp_path / "xdg").exists()
 
 
 @pytest.mark.parametrize("command", ["list", "verify", "export"])

@@ -7,11 +7,13 @@ was invalid. `--audit-db` is an SQLite file path or a postgresql:// URL (see `sa
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -22,10 +24,11 @@ from safedb.audit.events import AuditDecision
 from safedb.audit.export import write_jsonl
 from safedb.audit.open import is_postgres_url, open_audit_store
 from safedb.audit.records import AuditRecord, parse_time
-from safedb.audit.sqlite_store import default_audit_path
 from safedb.audit.store import AuditQuery, AuditStore
 from safedb.audit.verification import verify
-from safedb.errors import SafeDBError
+from safedb.config_file import load_settings
+from safedb.errors import ConfigurationError, SafeDBError
+from safedb.settings import Settings, default_data_dir
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -47,12 +50,46 @@ def _time_option(_ctx: click.Context, _param: click.Parameter, value: str | None
         raise click.BadParameter(f"{value!r} is out of range: in UTC it falls outside the years 1 to 9999") from None
 
 
-def _audit_db_option(command: F) -> F:
-    return click.option(
-        "--audit-db", metavar="PATH|URL", envvar="SAFEDB_AUDIT_DB",
-        help=f"The audit log: an SQLite file, or a postgresql:// URL (the schema in ?audit_schema=, default "
-        f"safedb_audit). Default: {default_audit_path()}",
-    )(command)  # fmt: skip
+def _log_options(command: Callable[..., Any]) -> Callable[..., Any]:
+    """`--audit-db`, `--config` and `--data-dir`, found as `safedb serve` finds them, given to `command` as the
+    log's `location`: a server given a data directory or a configuration file keeps its log there, and a
+    command that looked elsewhere would report on another log (or create one)."""
+
+    @functools.wraps(command)
+    def with_location(
+        *args: Any, audit_db: str | None, config: Path | None, data_dir: Path | None, **kwargs: Any
+    ) -> Any:
+        return command(*args, location=_location(audit_db, config, data_dir), **kwargs)
+
+    options = [
+        click.option(
+            "--audit-db", metavar="PATH|URL", envvar="SAFEDB_AUDIT_DB", show_envvar=True,
+            help="The audit log: an SQLite file, or a postgresql:// URL (the schema in ?audit_schema=, default "
+            "safedb_audit). Default: the configuration file's server.audit_db, else audit.db in the data directory.",
+        ),
+        click.option(
+            "--config", "-c", type=click.Path(dir_okay=False, path_type=Path), envvar="SAFEDB_CONFIG",
+            show_envvar=True, help="The server's TOML configuration file, to find its audit log.",
+        ),
+        click.option(
+            "--data-dir", type=click.Path(file_okay=False, path_type=Path), envvar="SAFEDB_DATA_DIR",
+            show_envvar=True, help=f"The server's data directory. Default: {default_data_dir()}",
+        ),
+    ]  # fmt: skip
+    for option in reversed(options):
+        with_location = option(with_location)
+    return with_location
+
+
+def _location(audit_db: str | None, config: Path | None, data_dir: Path | None) -> str | Path:
+    """Where the server with these settings keeps its audit log (its own options override its file, as there)."""
+    if audit_db:
+        return audit_db
+    try:
+        settings = load_settings(config) if config is not None else Settings()
+    except ConfigurationError as exc:
+        raise AuditUnavailable(str(exc)) from None
+    return settings.audit_location if data_dir is None else replace(settings, data_dir=data_dir).audit_location
 
 
 def _filter_options(command: F) -> F:
@@ -101,10 +138,10 @@ def _query(
 
 
 @contextmanager
-def _opened(audit_db: str | None) -> Iterator[AuditStore]:
+def _opened(location: str | Path) -> Iterator[AuditStore]:
     """The audit log, read-only; any SafeDB error (also while reading) ends the command with one line."""
     try:
-        with open_audit_store(audit_db or default_audit_path(), readonly=True) as store:
+        with open_audit_store(location, readonly=True) as store:
             yield store
     except SafeDBError as exc:
         raise AuditUnavailable(str(exc)) from None
@@ -127,15 +164,15 @@ def audit_commands() -> None:
 
 
 @audit_commands.command("init")
-@_audit_db_option
-def init_log(audit_db: str | None) -> None:
+@_log_options
+def init_log(location: str | Path) -> None:
     """Create the audit log (an SQLite file, or the schema and tables in PostgreSQL) if it does not exist.
 
     For PostgreSQL, run it as the role that should own the schema; then grant SafeDB's role what
     docs/audit.md lists, so that the server cannot drop the triggers that keep the log append-only.
     """
     try:
-        with open_audit_store(audit_db or default_audit_path()) as store:
+        with open_audit_store(location) as store:
             report = verify(store)
     except SafeDBError as exc:
         raise AuditUnavailable(str(exc)) from None
@@ -145,7 +182,7 @@ def init_log(audit_db: str | None) -> None:
 
 
 @audit_commands.command("list")
-@_audit_db_option
+@_log_options
 @_filter_options
 @click.option(
     "--limit", type=click.IntRange(min=0), default=100, show_default=True,
@@ -153,7 +190,7 @@ def init_log(audit_db: str | None) -> None:
 )  # fmt: skip
 @click.option("--json", "as_json", is_flag=True, help="Print the records as a JSON array.")
 def list_records(
-    audit_db: str | None,
+    location: str | Path,
     target: str | None,
     decisions: tuple[str, ...],
     request_id: str | None,
@@ -164,7 +201,7 @@ def list_records(
 ) -> None:
     """List audit records, oldest first."""
     query = _query(target, decisions, request_id, since, until, limit or None)
-    with _opened(audit_db) as store, _pipe_safe():
+    with _opened(location) as store, _pipe_safe():
         records = list(store.records(query))
         if as_json:
             click.echo(json.dumps([record.to_dict() for record in records], ensure_ascii=False, indent=2))
@@ -176,10 +213,10 @@ def list_records(
 
 
 @audit_commands.command("verify")
-@_audit_db_option
-def verify_log(audit_db: str | None) -> None:
+@_log_options
+def verify_log(location: str | Path) -> None:
     """Check the hash chain; exit 1 naming the first edited, deleted or inserted record."""
-    with _opened(audit_db) as store:
+    with _opened(location) as store:
         report = verify(store)
     click.echo(report.summary())
     if not report.intact:
@@ -187,7 +224,7 @@ def verify_log(audit_db: str | None) -> None:
 
 
 @audit_commands.command("export")
-@_audit_db_option
+@_log_options
 @_filter_options
 @click.option(
     "--format", "format_", type=click.Choice(["jsonl"]), default="jsonl", show_default=True,
@@ -197,7 +234,7 @@ def verify_log(audit_db: str | None) -> None:
     "--output", "-o", type=click.Path(dir_okay=False, path_type=Path), help="Write to this file instead of stdout."
 )
 def export_records(
-    audit_db: str | None,
+    location: str | Path,
     target: str | None,
     decisions: tuple[str, ...],
     request_id: str | None,
@@ -208,10 +245,9 @@ def export_records(
 ) -> None:
     """Export audit records, oldest first, with their hashes."""
     query = _query(target, decisions, request_id, since, until)
-    location = audit_db or default_audit_path()
     if output is not None and _is_the_log(output, location):
         raise AuditUnavailable(f"{output} is the audit log (or one of its files): export writes over its output.")
-    with _opened(audit_db) as store:
+    with _opened(location) as store:
         if output is None:
             with _pipe_safe():
                 write_jsonl(store.records(query), sys.stdout)
