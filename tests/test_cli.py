@@ -79,3 +79,12 @@ def test_short_request_state_key(demo_db: Path) -> None:
     assert result.returncode == 2
     assert "at least 32 bytes" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_help_names_each_variable_and_errors_name_the_option(demo_db: Path) -> None:
+    """Not every variable's name follows from its option's (`--allow-path` is SAFEDB_ALLOWED_PATHS)."""
+    help_text = " ".join(run_safedb("serve", "--help").stdout.split())
+    assert "SAFEDB_ALLOWED_PATHS" in help_text
+    assert "SAFEDB_REQUEST_STATE_KEYS" in help_text
+    result = run_safedb("serve", "--database", str(demo_db), "--port", "x")
+    assert "Invalid value for '--port': 'x'" in result.stderr

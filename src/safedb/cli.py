@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import math
+import os
 import sys
 from pathlib import Path
 from typing import Any, ClassVar
@@ -13,6 +14,7 @@ from click.core import ParameterSource
 
 from safedb import __version__, launch
 from safedb.audit.commands import audit_commands
+from safedb.cli_options import VariableOption
 from safedb.errors import SafeDBError
 from safedb.settings import Transport, default_data_dir
 from safedb.web.passwords import hash_password
@@ -70,67 +72,73 @@ def main() -> None:
 
 @main.command()
 @click.option(
-    "--config", "-c", type=click.Path(dir_okay=False, path_type=Path), envvar="SAFEDB_CONFIG",
+    "--config", "-c", type=click.Path(dir_okay=False, path_type=Path), envvar="SAFEDB_CONFIG", cls=VariableOption,
     help="TOML configuration file with named targets and their policies (docs/configuration.md).",
 )  # fmt: skip
 @click.option(
-    "--database", "-d", envvar="SAFEDB_DATABASE", metavar="PATH|URL",
+    "--database", "-d", envvar="SAFEDB_DATABASE", cls=VariableOption, metavar="PATH|URL",
     help="SQLite database file or postgresql:// URL to serve (for PostgreSQL, a read-only role; see "
     "docs/postgres.md). Default: the demo database, created on first run.",
 )  # fmt: skip
 @click.option(
-    "--writer-database", envvar="SAFEDB_WRITER_DATABASE", metavar="URL",
+    "--writer-database", envvar="SAFEDB_WRITER_DATABASE", cls=VariableOption, metavar="URL",
     help="PostgreSQL only: URL of the role that runs approved statements. Default: the --database URL.",
 )  # fmt: skip
 @click.option(
     "--transport", type=click.Choice([t.value for t in Transport]), default="http", show_default=True,
-    envvar="SAFEDB_TRANSPORT", help="http: Streamable HTTP at http://HOST:PORT/mcp. stdio: speak MCP on stdin/stdout.",
+    envvar="SAFEDB_TRANSPORT", cls=VariableOption,
+    help="http: Streamable HTTP at http://HOST:PORT/mcp. stdio: speak MCP on stdin/stdout.",
 )  # fmt: skip
-@click.option("--host", default="127.0.0.1", show_default=True, envvar="SAFEDB_HOST", help="HTTP address to listen on.")
+@click.option(
+    "--host", default="127.0.0.1", show_default=True, envvar="SAFEDB_HOST", cls=VariableOption,
+    help="HTTP address to listen on.",
+)  # fmt: skip
 @click.option(
     "--port", type=click.IntRange(0, 65535), default=8000, show_default=True, envvar="SAFEDB_PORT",
-    help="HTTP port to listen on.",
+    cls=VariableOption, help="HTTP port to listen on; 0 picks a free one.",
 )  # fmt: skip
 @click.option(
     "--max-rows", type=click.IntRange(min=1), default=500, show_default=True, envvar="SAFEDB_MAX_ROWS",
-    help="Most rows one query returns; more are cut off and the result says truncated=true.",
+    cls=VariableOption, help="Most rows one query returns; more are cut off and the result says truncated=true.",
 )  # fmt: skip
 @click.option(
     "--max-result-bytes", type=click.IntRange(min=1024), default=512 * 1024, show_default=True,
-    envvar="SAFEDB_MAX_RESULT_BYTES", help="About how many bytes of values one query returns.",
+    envvar="SAFEDB_MAX_RESULT_BYTES", cls=VariableOption, help="About how many bytes of values one query returns.",
 )  # fmt: skip
 @click.option(
     "--statement-timeout", type=Seconds(min=0.1), default=30.0, show_default=True,
-    envvar="SAFEDB_STATEMENT_TIMEOUT", help="Seconds a statement may run before it is stopped.",
+    envvar="SAFEDB_STATEMENT_TIMEOUT", cls=VariableOption, help="Seconds a statement may run before it is stopped.",
 )  # fmt: skip
 @click.option(
     "--approval-timeout", type=Seconds(min=1), default=600.0, show_default=True,
-    envvar="SAFEDB_APPROVAL_TIMEOUT",
+    envvar="SAFEDB_APPROVAL_TIMEOUT", cls=VariableOption,
     help="Seconds to wait for a person to answer; unanswered questions count as cancelled and nothing runs.",
 )  # fmt: skip
 @click.option(
-    "--allow-path", "allowed_paths", multiple=True, envvar="SAFEDB_ALLOWED_PATHS",
+    "--allow-path", "allowed_paths", multiple=True, envvar="SAFEDB_ALLOWED_PATHS", cls=VariableOption,
     type=click.Path(file_okay=False, path_type=Path),
-    help="Directory that ATTACH and VACUUM INTO may use (repeatable). Outside these they are refused.",
+    help="Directory that ATTACH and VACUUM INTO may use (repeatable; in the variable, separated by "
+    f"'{os.pathsep}'). Outside these they are refused.",
 )  # fmt: skip
 @click.option(
     "--request-state-key", "request_state_keys", multiple=True, envvar="SAFEDB_REQUEST_STATE_KEYS",
-    metavar="SECRET",
+    cls=VariableOption, metavar="SECRET",
     help="Secret (32+ bytes) sealing 2026-07-28 requestState; repeat to rotate (the first seals). Processes "
-    "sharing the keys and the audit log can finish each other's approval rounds. Default: a per-process key.",
+    "sharing the keys and the audit log can finish each other's approval rounds (in the variable, separated by "
+    "spaces). Default: a per-process key.",
 )  # fmt: skip
 @click.option(
-    "--audit-db", envvar="SAFEDB_AUDIT_DB", metavar="PATH|URL",
+    "--audit-db", envvar="SAFEDB_AUDIT_DB", cls=VariableOption, metavar="PATH|URL",
     help="The audit log: an SQLite file (created if missing) or a postgresql:// URL (a dedicated schema, "
     "see docs/audit.md). Default: audit.db in the data directory.",
 )  # fmt: skip
 @click.option(
-    "--data-dir", type=click.Path(file_okay=False, path_type=Path), envvar="SAFEDB_DATA_DIR",
-    help=f"Where the demo database lives. Default: {default_data_dir()}",
+    "--data-dir", type=click.Path(file_okay=False, path_type=Path), envvar="SAFEDB_DATA_DIR", cls=VariableOption,
+    help=f"Where the demo database and, by default, the audit log live. Default: {default_data_dir()}",
 )  # fmt: skip
 @click.option(
     "--log-level", type=click.Choice(["debug", "info", "warning", "error"]), default="info", show_default=True,
-    envvar="SAFEDB_LOG_LEVEL",
+    envvar="SAFEDB_LOG_LEVEL", cls=VariableOption, help="What the server logs on stderr.",
 )  # fmt: skip
 @click.pass_context
 def serve(ctx: click.Context, /, config: Path | None, log_level: str, **options: Any) -> None:
@@ -159,7 +167,10 @@ def serve(ctx: click.Context, /, config: Path | None, log_level: str, **options:
 
 
 @main.command("approver-hash")
-@click.option("--password", prompt=True, hide_input=True, confirmation_prompt=True, help="Read from the terminal.")
+@click.option(
+    "--password", prompt=True, hide_input=True, confirmation_prompt=True,
+    help="Asked in the terminal (hidden, twice) when not given; on the command line other users can see it (ps).",
+)  # fmt: skip
 def approver_hash(password: str) -> None:
     """Print the password hash of an approver, for `server.approvers` in the configuration file."""
     click.echo(hash_password(password))

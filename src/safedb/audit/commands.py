@@ -26,6 +26,7 @@ from safedb.audit.open import is_postgres_url, open_audit_store
 from safedb.audit.records import AuditRecord, parse_time
 from safedb.audit.store import AuditQuery, AuditStore
 from safedb.audit.verification import verify
+from safedb.cli_options import VariableOption
 from safedb.config_file import load_settings
 from safedb.errors import ConfigurationError, SafeDBError
 from safedb.settings import Settings, default_data_dir
@@ -63,17 +64,17 @@ def _log_options(command: Callable[..., Any]) -> Callable[..., Any]:
 
     options = [
         click.option(
-            "--audit-db", metavar="PATH|URL", envvar="SAFEDB_AUDIT_DB", show_envvar=True,
+            "--audit-db", metavar="PATH|URL", envvar="SAFEDB_AUDIT_DB", cls=VariableOption,
             help="The audit log: an SQLite file, or a postgresql:// URL (the schema in ?audit_schema=, default "
             "safedb_audit). Default: the configuration file's server.audit_db, else audit.db in the data directory.",
         ),
         click.option(
             "--config", "-c", type=click.Path(dir_okay=False, path_type=Path), envvar="SAFEDB_CONFIG",
-            show_envvar=True, help="The server's TOML configuration file, to find its audit log.",
+            cls=VariableOption, help="The server's TOML configuration file, to find its audit log.",
         ),
         click.option(
             "--data-dir", type=click.Path(file_okay=False, path_type=Path), envvar="SAFEDB_DATA_DIR",
-            show_envvar=True, help=f"The server's data directory. Default: {default_data_dir()}",
+            cls=VariableOption, help=f"The server's data directory. Default: {default_data_dir()}",
         ),
     ]  # fmt: skip
     for option in reversed(options):

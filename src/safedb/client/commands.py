@@ -71,7 +71,7 @@ def client(
 ) -> None:
     """Connect to any MCP server and use its tools, answering its questions (elicitations) in this terminal.
 
-    TARGET is an http(s) URL; or use --stdio "command args", or --config FILE --server NAME.
+    URL is the server's http(s) URL; or use --stdio "command args", or --config FILE --server NAME.
     Without -x, commands are read interactively (or from standard input when it is not a terminal).
     """
     chosen = _target(target, stdio_command, config_file, server_name, headers, inputs)
@@ -108,7 +108,7 @@ def call(
     """Call one tool and print its result; questions from the server are asked here (or answered by rules).
 
     Arguments are KEY=VALUE pairs read by the tool's input schema (KEY:=JSON forces JSON), or one JSON
-    object. Exits 1 when the tool reports an error.
+    object. Exits 1 when the tool reports an error or the server answers the call with one.
     """
     named_elsewhere = stdio_command is not None or config_file is not None
     url, rest = (None, words) if named_elsewhere else (words[0], words[1:])
@@ -129,7 +129,8 @@ def call(
 @click.option(
     "--data-dir", type=click.Path(file_okay=False), help="Where the demo database lives (when no URL is given)."
 )
-@click.option("--era", type=click.Choice(list(ERA_MODES)), default="auto", show_default=True)
+@click.option("--era", type=click.Choice(list(ERA_MODES)), default="auto", show_default=True,
+              help="Protocol era: auto-negotiate, the initialize handshake (2025-11-25), or 2026-07-28.")  # fmt: skip
 @click.option("--answers", "answers_file", type=click.Path(dir_okay=False, path_type=Path),
               help="Answer the approval question from a rules file instead of asking.")  # fmt: skip
 @click.option("--decline-all", is_flag=True, help="Decline the approval question without asking.")
