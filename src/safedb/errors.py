@@ -12,7 +12,8 @@
     │       └── TemporaryObject   it creates a temporary object, which no later call could use
     ├── QueryFailed               the database raised an error while running the statement
     │   ├── QueryTimeout          the statement ran past its time limit and was interrupted
-    │   └── RowCountChanged       it affected another number of rows than the approved preview showed
+    │   ├── RowCountChanged       it affected another number of rows than the approved preview showed
+    │   └── ChangedSinceQuestion  the database now runs code with it that the approved preview did not show
     ├── ApprovalReused            an answer that was already acted on came back (a replay)
     └── TooManyWaiting            the approval page holds as many waiting approvals as it takes
 
@@ -94,6 +95,15 @@ class RowCountChanged(QueryFailed):
             f"The statement affected {wording.rows(affected)}, but was approved for the {wording.rows(approved)} "
             "its preview showed (what it matches changed since). It was rolled back; nothing was changed. Call "
             "the tool again to see the new impact."
+        )
+
+
+class ChangedSinceQuestion(QueryFailed):
+    def __init__(self, reasons: str) -> None:
+        super().__init__(
+            f"The database changed since the question ({reasons}): the statement would now run code its approved "
+            "preview did not show. It was stopped before it ran; nothing was changed. Call the tool again to see "
+            "the new impact."
         )
 
 

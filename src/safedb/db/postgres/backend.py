@@ -32,9 +32,9 @@ from safedb.db.postgres.connections import (
     set_statement_timeout,
     translated_errors,
 )
-from safedb.db.postgres.impact import measure_impact
+from safedb.db.postgres.impact import changed_since_dry_run, measure_impact
 from safedb.db.postgres.results import fetch_guarded, fetch_row_by_row, run_counted, size_guarded, streamed
-from safedb.errors import QueryFailed, QueryTimeout, RowCountChanged
+from safedb.errors import ChangedSinceQuestion, QueryFailed, QueryTimeout, RowCountChanged
 from safedb.sql.classification import Classification
 from safedb.sql.postgres_classifier import PostgresStatement, analyze_statement
 from safedb.sql.postgres_functions import function_changes
@@ -141,6 +141,11 @@ class PostgresDatabase:
                 # The transaction rolls back when `_run` raises.
                 async with self._pools.writer() as connection, translated_errors(seconds), connection.transaction():
                     await set_statement_timeout(connection, seconds)
+                    # A count was shown only for a dry run of code a rollback undoes: it must still be so.
+                    if approved_rows is not None and (
+                        reasons := await changed_since_dry_run(connection, statement, approved)
+                    ):
+                        raise ChangedSinceQuestion("; ".join(reasons))
                     return await self._run(connection, statement, approved_rows)
         try:
             with _client_deadline(seconds):

@@ -338,6 +338,26 @@ async def _obstacles(
     return found
 
 
+async def changed_since_dry_run(
+    connection: Connection, statement: PostgresStatement, classification: Classification
+) -> list[str]:
+    """Why the statement no longer qualifies for the dry run its question showed (none: it still does).
+
+    Run in the approved statement's transaction, just before it: an approval of a dry run's count was given for a
+    change that runs no code but what the preview judged, and someone may have added a trigger, a rule, a policy
+    or a default to a table since. The targets are locked first (ROW EXCLUSIVE, as the statement itself takes
+    them), so none of these can be added to them between this check and the statement.
+    """
+    if targets := _quoted_targets(classification):
+        await connection.execute(f"LOCK TABLE {', '.join(targets)} IN ROW EXCLUSIVE MODE")
+    jit = await (await connection.execute("SELECT current_setting('jit')")).fetchone()
+    await catalog.without_jit(connection)
+    obstacles = await _obstacles(connection, statement, classification)
+    # The statement itself may be worth compiling.
+    await connection.execute("SELECT set_config('jit', %s, true)", (jit[0] if jit else "on",))
+    return [f"{o.relation}: {o.reason}" for o in obstacles]
+
+
 def _described(function: CatalogFunction) -> str:
     if not trusted(function):
         return f"the user-defined function {function.name}, which a rollback may not undo"
