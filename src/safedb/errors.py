@@ -13,7 +13,7 @@
     ├── QueryFailed               the database raised an error while running the statement
     │   ├── QueryTimeout          the statement ran past its time limit and was interrupted
     │   ├── RowCountChanged       it affected another number of rows than the approved preview showed
-    │   └── ChangedSinceQuestion  the database now runs code with it that the approved preview did not show
+    │   └── ChangedSinceQuestion  what it would do now is not what the approved question showed
     ├── ApprovalReused            an answer that was already acted on came back (a replay)
     └── TooManyWaiting            the approval page holds as many waiting approvals as it takes
 
@@ -101,8 +101,8 @@ class RowCountChanged(QueryFailed):
 class ChangedSinceQuestion(QueryFailed):
     def __init__(self, reasons: str) -> None:
         super().__init__(
-            f"The database changed since the question ({reasons}): the statement would now run code its approved "
-            "preview did not show. It was stopped before it ran; nothing was changed. Call the tool again to see "
+            f"The database changed since the question ({reasons}), so the approval does not cover what the "
+            "statement would do now. It was stopped before it ran; nothing was changed. Call the tool again to see "
             "the new impact."
         )
 

@@ -171,3 +171,34 @@ async def test_a_table_replaced_by_a_view_while_deciding_is_not_written_through(
     assert pg.rows(f"SELECT amount FROM {table}_old WHERE id = 2") == [(20,)]
     assert pg.rows(f"SELECT count(*) FROM {side}") == [(0,)]
     assert_stopped_or_asked_anew(result, responder, audit_db, sql)
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_a_table_that_comes_first_in_the_search_path_while_deciding_is_not_the_one_changed(
+    pg: PgDatabase, tmp_path: Path, mode: str
+) -> None:
+    """The search path reaches schema `early_<mode>` before `public`; the question's dry run counted the row of
+    public's table. A table of the same name then appears in the earlier schema, with a matching row."""
+    schema, table = f"early_{mode}", f"shadowed_{mode}"
+    pg.run_as_owner(
+        f"CREATE SCHEMA {schema}",
+        f"GRANT USAGE ON SCHEMA {schema} TO safedb_reader",
+        f"ALTER DATABASE {pg.name} SET search_path = {schema}, public",
+        f"CREATE TABLE public.{table} (id integer PRIMARY KEY)",
+        f"INSERT INTO public.{table} VALUES (1)",
+        f"GRANT SELECT ON public.{table} TO safedb_reader",
+    )
+    sql = f"DELETE FROM {table} WHERE id = 1"
+    audit_db = str(tmp_path / "audit.db")
+    responder = ChangingResponder(
+        pg, f"CREATE TABLE {schema}.{table} (id integer PRIMARY KEY)", f"INSERT INTO {schema}.{table} VALUES (1)"
+    )
+    try:
+        with safedb_on(pg, audit_db) as server:
+            async with Client(server.url, mode=mode, elicitation_callback=responder) as client:
+                result = await client.call_tool("execute_query", {"query": sql})
+    finally:
+        pg.run_as_owner(f"ALTER DATABASE {pg.name} RESET search_path")
+    assert "An approval holds for exactly 1 row" in responder.asked[0].message
+    assert pg.rows(f"SELECT count(*) FROM {schema}.{table}") == [(1,)]
+    assert_stopped_or_asked_anew(result, responder, audit_db, sql)

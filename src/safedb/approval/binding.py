@@ -84,4 +84,8 @@ class ApprovalTicket:
 
 
 def changes_digest(classification: Classification) -> str:
-    return digest("\n".join(sorted(str(change) for change in classification.changes)))
+    """What the statement does, and which tables its names meant (another table of the same name is a new
+    question)."""
+    lines = sorted(str(change) for change in classification.changes)
+    lines += [f"{name} -> {meant}" for name, meant in sorted(classification.resolved, key=str)]
+    return digest("\n".join(lines))

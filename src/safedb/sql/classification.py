@@ -163,6 +163,11 @@ class Classification:
     engine_view: frozenset[Hashable] = field(default=frozenset(), repr=False)
     """The engine's own record of what the statement does (for SQLite, its authorizer events). An
     approved statement may do only what this records; the backend enforces that when running it."""
+    resolved: tuple[tuple[str, str | None], ...] = ()
+    """PostgreSQL: each table the statement names (as written, quoted) and the relation that name meant when the
+    statement was classified (`schema.name`, quoted; None for none). A name found through the search path may
+    mean another table later (one of that name created in a schema searched first); an approval holds only for
+    the tables it was asked about."""
 
     @property
     def read_only(self) -> bool:

@@ -17,12 +17,14 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 
 import anyio
 import psycopg
 
 from safedb.db.backend import Impact, QueryLimits, ResultSet, TableDescription, TableInfo, WriteOutcome
 from safedb.db.postgres import catalog, function_bodies
+from safedb.db.postgres.approved_run import check_unchanged
 from safedb.db.postgres.connections import (
     CLIENT_GRACE_SECONDS,
     Connection,
@@ -32,7 +34,7 @@ from safedb.db.postgres.connections import (
     set_statement_timeout,
     translated_errors,
 )
-from safedb.db.postgres.impact import changed_since_dry_run, measure_impact
+from safedb.db.postgres.impact import measure_impact, quoted_tables
 from safedb.db.postgres.results import fetch_guarded, fetch_row_by_row, run_counted, size_guarded, streamed
 from safedb.errors import ChangedSinceQuestion, QueryFailed, QueryTimeout, RowCountChanged
 from safedb.sql.classification import Classification
@@ -76,7 +78,8 @@ class PostgresDatabase:
 
     async def classify(self, sql: str) -> Classification:
         statement = analyze_statement(sql)
-        if not (statement.functions or statement.operators or statement.relations or statement.types):
+        tables = quoted_tables(statement.classification)
+        if not (statement.functions or statement.operators or statement.relations or statement.types or tables):
             return statement.classification
         seconds = self.limits.statement_timeout
         with _client_deadline(seconds):
@@ -87,7 +90,8 @@ class PostgresDatabase:
                     connection, [statement], planned_code=statement.classification.read_only
                 )
                 facts = await function_bodies.judged(connection, facts)
-        return statement.with_changes(function_changes(statement.functions, facts))
+                meant = await catalog.resolved(connection, tables)
+        return replace(statement.with_changes(function_changes(statement.functions, facts)), resolved=meant)
 
     async def read(self, classification: Classification) -> ResultSet:
         if not classification.read_only:
@@ -141,17 +145,16 @@ class PostgresDatabase:
                 # The transaction rolls back when `_run` raises.
                 async with self._pools.writer() as connection, translated_errors(seconds), connection.transaction():
                     await set_statement_timeout(connection, seconds)
-                    # A count was shown only for a dry run of code a rollback undoes: it must still be so.
-                    if approved_rows is not None and (
-                        reasons := await changed_since_dry_run(connection, statement, approved)
-                    ):
-                        raise ChangedSinceQuestion("; ".join(reasons))
+                    await check_unchanged(connection, statement, approved, approved_rows)
                     return await self._run(connection, statement, approved_rows)
         try:
             with _client_deadline(seconds):
                 async with self._pools.writer() as connection, translated_errors(seconds):
                     await set_statement_timeout(connection, seconds, local=False)
+                    await check_unchanged(connection, statement, approved, None)
                     return await self._run(connection, statement, None)
+        except ChangedSinceQuestion:
+            raise  # stopped before it ran
         except QueryFailed as exc:
             raise QueryFailed(f"{exc} {_NOT_ROLLED_BACK}") from exc
 

@@ -279,6 +279,22 @@ def _all(items: Iterable[str]) -> list[str]:
     return list(dict.fromkeys(items))
 
 
+# Each name (quoted, as a statement writes it) and the relation it finds now, schema-qualified and quoted.
+_RESOLVED_SQL = """
+SELECT name, (SELECT quote_ident(n.nspname) || '.' || quote_ident(c.relname) FROM pg_class c
+              JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = to_regclass(name))
+FROM unnest(%(names)s::text[]) WITH ORDINALITY AS names(name, position) ORDER BY position
+"""
+
+
+async def resolved(connection: Connection, names: Sequence[str]) -> tuple[tuple[str, str | None], ...]:
+    """Each of `names` and the relation it means in this session (its search path), or None."""
+    if not names:
+        return ()
+    cursor = await connection.execute(_RESOLVED_SQL, {"names": list(names)})
+    return tuple((str(name), None if meant is None else str(meant)) for name, meant in await cursor.fetchall())
+
+
 async def without_jit(connection: Connection) -> None:
     """For the rest of the transaction: the catalog queries' regular expressions look costly to the planner,
     which would compile them (JIT) for a second or more, for queries that take milliseconds."""

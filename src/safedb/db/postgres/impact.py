@@ -262,7 +262,8 @@ async def measure_impact(
         return Impact(lines=(f"Impact preview: the dry run did not finish (PostgreSQL reported: {reason}).",))
 
 
-def _quoted_targets(classification: Classification) -> list[str]:
+def quoted_tables(classification: Classification) -> list[str]:
+    """The tables the statement changes, quoted as names in a statement."""
     return [_quoted(target) for target in classification.touched if target.type is ObjectType.TABLE]
 
 
@@ -289,7 +290,7 @@ async def _obstacles(
     connection: Connection, statement: PostgresStatement, classification: Classification
 ) -> list[_Obstacle]:
     found: list[_Obstacle] = []
-    targets = {"targets": _quoted_targets(classification)}
+    targets = {"targets": quoted_tables(classification)}
     cursor = await connection.execute(_OBSTACLES_SQL, targets)
     reached = [_Reached(*row) for row in await cursor.fetchall()]
     for table in reached:
@@ -348,7 +349,7 @@ async def changed_since_dry_run(
     or a default to a table since. The targets are locked first (ROW EXCLUSIVE, as the statement itself takes
     them), so none of these can be added to them between this check and the statement.
     """
-    if targets := _quoted_targets(classification):
+    if targets := quoted_tables(classification):
         await connection.execute(f"LOCK TABLE {', '.join(targets)} IN ROW EXCLUSIVE MODE")
     jit = await (await connection.execute("SELECT current_setting('jit')")).fetchone()
     await catalog.without_jit(connection)

@@ -1,0 +1,36 @@
+"""What an approved statement's run checks first: the database still is what its question showed.
+
+A person may take minutes to answer, and meanwhile others change the database. The approval covers the tables
+the question was about, and, when it showed a dry run's count, a change that runs no code but what that preview
+judged. Either may no longer hold: a table of the same name created in a schema the search path reaches first
+takes the name over; a trigger, rule, policy or default added to a table runs code nobody saw.
+"""
+
+from __future__ import annotations
+
+from safedb.db.postgres import catalog
+from safedb.db.postgres.connections import Connection
+from safedb.db.postgres.impact import changed_since_dry_run
+from safedb.errors import ChangedSinceQuestion
+from safedb.sql.classification import Classification
+from safedb.sql.postgres_classifier import PostgresStatement
+
+
+async def check_unchanged(
+    connection: Connection, statement: PostgresStatement, approved: Classification, approved_rows: int | None
+) -> None:
+    """Raise ChangedSinceQuestion when the approval no longer covers what the statement would do now.
+
+    Run on the writer session the statement then runs on (its search path), in its transaction when it has one.
+    """
+    names = [name for name, _ in approved.resolved]
+    now = await catalog.resolved(connection, names)
+    if moved := [
+        f"{name} now means {meant or 'no table'}, not {was or 'no table'}"
+        for (name, was), (_, meant) in zip(approved.resolved, now, strict=True)
+        if meant != was
+    ]:
+        raise ChangedSinceQuestion("; ".join(moved))
+    # A count was shown only for a dry run of code a rollback undoes: it must still be so.
+    if approved_rows is not None and (reasons := await changed_since_dry_run(connection, statement, approved)):
+        raise ChangedSinceQuestion("; ".join(reasons))
