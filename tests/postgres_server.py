@@ -111,6 +111,11 @@ class PostgresServer:
     def stop(self) -> None:
         _run(self.bin_dir, ["pg_ctl", "stop", "-D", str(self.data_dir), "-m", "fast", "-w", "-t", "30"], check=False)
 
+    def restart(self) -> None:
+        """Stop the server (ending every session) and start it again on the same port."""
+        self.stop()
+        _start(self.bin_dir, self.directory, self.port)
+
 
 def _as_postgres_user() -> bool:
     return os.geteuid() == 0

@@ -104,7 +104,7 @@ class PostgresAuditStore(ThreadedAuditStore[Connection]):
             if self._writer is None:
                 raise AuditWriteFailed(f"The audit log {self.schema} in {self.where} is not open for writing.")
             try:
-                if self._writer.closed or self._writer.broken:
+                if self._writer.closed or self._writer.broken or not _alive(self._writer):
                     self._writer.close()
                     self._writer = _connect(self._dsn, readonly=False, busy_timeout=self._busy_timeout)
                 return self._append(self._writer, _nul_free(event), check)
@@ -284,3 +284,13 @@ def _nul_free(event: AuditEvent) -> AuditEvent:
         environment=optional(event.environment),
         error=optional(event.error),
     )
+
+
+def _alive(connection: Connection) -> bool:
+    """Whether the session still answers (one empty query): an idle session may have ended (the server restarted,
+    an administrator ended it), and the append it would fail is one whose decision must not be lost."""
+    try:
+        connection.execute("")
+    except psycopg.OperationalError:
+        return False
+    return True

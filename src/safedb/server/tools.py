@@ -98,8 +98,7 @@ class SafeDBTools:
             logger.error("Audit log write failed; nothing was run: %s", exc)
             return error_result(f"{exc} Nothing was run.", status="failed")
         except (ApprovalReused, QuestionNotRecorded) as exc:
-            await audit.record(AuditDecision.REFUSED, error=str(exc))
-            return error_result(str(exc))
+            return await _recorded_error(audit, AuditDecision.REFUSED, str(exc))
         except SafeDBError as exc:
             return await _failure_result(exc, audit)
 
@@ -274,9 +273,22 @@ class SafeDBTools:
 
 async def _failure_result(exc: SafeDBError, audit: CallAudit) -> CallToolResult:
     """Record a statement that failed (the database raised an error) or was refused, and say so."""
-    status = "failed" if isinstance(exc, QueryFailed) else "refused"
-    await audit.record(AuditDecision.FAILED if status == "failed" else AuditDecision.REFUSED, error=str(exc))
-    return error_result(str(exc), status=status)
+    if isinstance(exc, QueryFailed):
+        return await _recorded_error(audit, AuditDecision.FAILED, str(exc), status="failed")
+    return await _recorded_error(audit, AuditDecision.REFUSED, str(exc))
+
+
+async def _recorded_error(
+    audit: CallAudit, decision: AuditDecision, message: str, status: str = "refused"
+) -> CallToolResult:
+    """Record `decision` and answer with `message`; when the log cannot be written either (the same outage may
+    have hit both), say that too, as an answer rather than an unexpected error."""
+    try:
+        await audit.record(decision, error=message)
+    except AuditWriteFailed as exc:
+        logger.error("A %s call could not be recorded in the audit log: %s", decision, exc)
+        return error_result(f"{message} {exc}", status=status)
+    return error_result(message, status=status)
 
 
 def _decision_result(decision: Decision) -> CallToolResult:

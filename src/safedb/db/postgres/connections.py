@@ -155,6 +155,9 @@ def _pool(
         kwargs={"autocommit": True, "prepare_threshold": None, "connect_timeout": int(CONNECT_SECONDS)},
         configure=configure,
         reset=reset,
+        # A pooled session may have ended while idle (the server restarted, an administrator ended it): checked
+        # (one empty query) when it is handed out, and replaced, rather than failing the call that gets it.
+        check=AsyncConnectionPool.check_connection,
     )
 
 
