@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 from mcp.client.client import Client
 
@@ -108,3 +109,57 @@ async def test_a_server_down_when_the_answer_comes_is_a_clear_error_and_nothing_
     assert "could not be written" in text(result) or "Cannot connect" in text(result), text(result)
     assert pg.rows(f"SELECT count(*) FROM items WHERE id = {row}") == [(0,)]
     assert decisions(pg.writer_url(), sql) == ["requested"]
+
+
+def waiting_writer(server: PostgresServer, database: str) -> int | None:
+    """The pid of a session of the writer role waiting for a lock, if there is one."""
+    with server.connect(database) as admin:
+        row = admin.execute(
+            b"SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND usename = 'safedb_writer' "
+            b"AND wait_event_type = 'Lock'"
+        ).fetchone()
+    return None if row is None else int(str(row[0]))
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_an_approved_run_waiting_on_a_lock_ended_by_an_administrator_changes_nothing(
+    own_pg: PgDatabase, tmp_path: Path, mode: str
+) -> None:
+    """Another session holds the table while the approved run waits for it; other clients are served meanwhile;
+    an administrator ends the waiting session: a clear error, nothing changed, `failed` in the audit log."""
+    pg = own_pg
+    row = 200 + MODES.index(mode)
+    sql = f"INSERT INTO items VALUES ({row}, 'approved')"
+    audit_db = str(tmp_path / "audit.db")
+    holder = pg.server.connect(pg.name)
+    responder = OutageResponder(lambda: holder.execute(b"BEGIN; LOCK TABLE items IN ACCESS EXCLUSIVE MODE"))
+    ended: list[int] = []
+    try:
+        with safedb_on(pg, audit_db) as server:
+
+            async def end_the_waiting_writer() -> None:
+                with anyio.fail_after(30):
+                    while (pid := waiting_writer(pg.server, pg.name)) is None:
+                        await anyio.sleep(0.05)
+                # The server still answers other clients while this call waits.
+                async with Client(server.url, mode=mode) as other:
+                    read = await other.call_tool("execute_query", {"query": "SELECT 41 + 1 AS n"})
+                assert read.structured_content is not None
+                assert read.structured_content["rows"] == [[42]]
+                with pg.server.connect(pg.name) as admin:
+                    admin.execute(b"SELECT pg_terminate_backend(%s)", (pid,))
+                ended.append(pid)
+
+            async with anyio.create_task_group() as group:
+                group.start_soon(end_the_waiting_writer)
+                async with Client(server.url, mode=mode, elicitation_callback=responder) as client:
+                    result = await client.call_tool("execute_query", {"query": sql})
+            log = "".join(server.log)
+    finally:
+        holder.close()
+    assert ended
+    assert result.is_error
+    assert "terminating connection" in text(result), text(result)
+    assert "Traceback" not in log, log
+    assert pg.rows(f"SELECT count(*) FROM items WHERE id = {row}") == [(0,)]
+    assert decisions(audit_db, sql) == ["requested", "accepted", "failed"]
