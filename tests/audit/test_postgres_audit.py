@@ -171,7 +171,7 @@ def test_an_append_waits_for_the_lock_only_so_long(postgres_log: PostgresLog) ->
         assert verify(store).intact
 
 
-def test_a_lost_connection_fails_one_append_and_reconnects(postgres_log: PostgresLog) -> None:
+def test_a_connection_lost_while_idle_is_reopened_before_the_next_append(postgres_log: PostgresLog) -> None:
     with postgres_log.open() as store:
         store.append(event(AuditDecision.REQUESTED, 1))
         with postgres_log.tampering() as admin:
@@ -179,9 +179,8 @@ def test_a_lost_connection_fails_one_append_and_reconnects(postgres_log: Postgre
                 "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
                 "WHERE application_name = 'safedb-audit' AND datname = current_database() AND pid <> pg_backend_pid()"
             )
-        with pytest.raises(AuditWriteFailed, match="could not be written"):
-            store.append(event(AuditDecision.REQUESTED, 2))
-        assert store.append(event(AuditDecision.REQUESTED, 3)).seq == 2
+        # Not one failed append (the decision it records would be lost): the ended session is noticed first.
+        assert store.append(event(AuditDecision.REQUESTED, 2)).seq == 2
     # `tampering` disabled the triggers; opening for writing puts them back.
     with postgres_log.open() as store:
         report = verify(store)

@@ -98,8 +98,8 @@ class PostgresAuditStore(ThreadedAuditStore[Connection]):
         return cls(url, schema, connection, busy_timeout)
 
     def _write(self, event: AuditEvent, check: AnswerCheck | None) -> AuditRecord | None:
-        """`append` under the store lock (see `ThreadedAuditStore.append`). A lost connection fails this
-        append and is reopened for the next."""
+        """`append` under the store lock (see `ThreadedAuditStore.append`). A connection that ended while idle is
+        reopened first; one lost during the append fails it and is reopened for the next."""
         with self._lock:
             if self._writer is None:
                 raise AuditWriteFailed(f"The audit log {self.schema} in {self.where} is not open for writing.")
