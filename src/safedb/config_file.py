@@ -42,7 +42,7 @@ class PolicySection(BaseModel):
     refuse: list[CategoryName] = ["extension"]
     min_justification: int = Field(default=10, ge=0)
     type_target_name: bool = False
-    approval_timeout: float = Field(default=600.0, gt=0)
+    approval_timeout: float = Field(default=600.0, ge=1)  # as --approval-timeout
     channel: Literal["form", "web"] = "form"
     allowed_paths: list[str] = []
 
@@ -84,8 +84,8 @@ class LimitsSection(BaseModel):
 
     max_rows: int = Field(default=500, ge=1)
     max_result_bytes: int = Field(default=512 * 1024, ge=1024)
-    statement_timeout: float = Field(default=30.0, gt=0)
-    preview_timeout: float = Field(default=5.0, gt=0)
+    statement_timeout: float = Field(default=30.0, ge=0.1)  # as --statement-timeout
+    preview_timeout: float = Field(default=5.0, ge=0.1)
 
 
 class ConfigFile(BaseModel):

@@ -88,7 +88,14 @@ def test_full_file(tmp_path: Path) -> None:
         ("[server]\nport = 70000\n[targets.a]\n", "server.port: Input should be less than or equal to 65535"),
         ("[targets.a.policy]\nask = ['data', 'everything']\n", "targets.a.policy.ask.1: Input should be"),
         ("[targets.a]\nenvironment = 'prod'\n", "targets.a.environment: Input should be"),
-        ("[limits]\nstatement_timeout = -1\n[targets.a]\n", "limits.statement_timeout: Input should be greater than 0"),
+        (
+            "[limits]\nstatement_timeout = 0.05\n[targets.a]\n",
+            "limits.statement_timeout: Input should be greater than or equal to 0.1",
+        ),
+        (
+            "[targets.a.policy]\napproval_timeout = 0.5\n",
+            "targets.a.policy.approval_timeout: Input should be greater than or equal to 1",
+        ),
         (
             "[limits]\nstatement_timeout = nan\n[targets.a]\n",
             "limits.statement_timeout: Input should be a finite number",
