@@ -62,10 +62,13 @@ NOTES = [
     "that of 51ab354, on a faster machine (the reference at about 630 round trips/s; no change to SafeDB's "
     "elicitation path since 2044854), 1.90 against 1.64 and 2.28 against 2.09 (0.87x and 0.96x): the reference "
     "gained more from the faster machine than SafeDB, whose extra work is in the kernel and SQLite, and "
-    "read-new-2026 moved the same way (from 1.01x to 0.95x, with no change to that path either); this run, "
-    "with the fixes of 2026-11-26 (among them an approved run and its records shielded from the call's "
+    "read-new-2026 moved the same way (from 1.01x to 0.95x, with no change to that path either); that of "
+    "3bb97d4, with the fixes of 2026-11-26 (among them an approved run and its records shielded from the call's "
     "cancellation, and the functions stored in the schema read from every classified statement's program), "
-    "2.04 against 1.88 and 2.28 against 2.02 (0.91x and 0.91x, the reference at about 550 round trips/s).",
+    "2.04 against 1.88 and 2.28 against 2.02 (0.91x and 0.91x, the reference at about 550 round trips/s); this "
+    "run, with the fixes of 2026-11-26's second session (among them an answer that counts only when the audit "
+    "log holds its question, checked in the query that already looked for a replay), 2.10 against 1.81 and 2.31 "
+    "against 2.05 (0.87x and 0.92x, the reference at about 560 round trips/s).",
     "Where the elicitation gap is, measured on 2026-11-26 (elicit-2025, CPU of each server thread from /proc, "
     "strace of single round trips): SafeDB's event-loop thread runs at 0.98 cores and the reference's at 0.94, so "
     "each rate follows that thread's CPU per round trip: 1.86 ms against 1.62, of which 0.27 against 0.17 in "
