@@ -51,7 +51,8 @@ class DenyList:
             if not self._file_allowed(change.target.name):
                 raise DeniedByPolicy(
                     f"{verb} {change.target.name!r} is not allowed: the file is outside the paths this server "
-                    "may write to (see the allowed paths setting). Nothing was run."
+                    "may write to (--allow-path, or a target's allowed_paths in the configuration file). Nothing "
+                    "was run."
                 )
 
     def _file_allowed(self, name: str) -> bool:
