@@ -3,6 +3,7 @@ sessions that do not leak, dry runs that leave sequences alone, cancellation."""
 
 from __future__ import annotations
 
+import logging
 import sqlite3
 from pathlib import Path
 
@@ -33,6 +34,21 @@ async def test_the_engine_refuses_writes_on_the_read_path_even_when_misclassifie
         await database.aclose()
     assert pg.rows("SELECT count(*) FROM notes WHERE id = 100") == [(0,)]
     assert pg.rows("SELECT last_value, is_called FROM tickets") == [(1, False)]
+
+
+async def test_a_reader_role_that_could_change_the_database_is_warned_about(
+    pg: PgDatabase, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.WARNING, logger="safedb.db.postgres.connections")
+    for reader_url in (pg.reader_url(), pg.writer_url()):  # as docs/postgres.md says; the owner as the reader
+        database = PostgresDatabase(reader_url, QueryLimits(), writer_dsn=pg.writer_url())
+        try:
+            assert (await database.read(await database.classify("SELECT 1"))).rows == ((1,),)
+        finally:
+            await database.aclose()
+    (warning,) = caplog.records
+    assert warning.getMessage().startswith(f"The read-only role {WRITER} may write ")
+    assert "tables its search path reaches; may create objects in public. Reads still run" in warning.getMessage()
 
 
 async def test_dates_and_times_python_cannot_hold_come_back_as_postgresqls_text(pg: PgDatabase) -> None:

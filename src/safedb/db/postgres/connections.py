@@ -89,11 +89,53 @@ async def _effective_search_path(connection: Connection) -> str:
 async def _reader_search_path(reader_dsn: str) -> str:
     """The schemas the reader's search path reaches, spelled out. Both pools search exactly these, so that a
     name means the same table to the checks made as the reader and to the writer: a `$user` schema, or one
-    the reader may not use, would otherwise be searched by one role and skipped by the other."""
+    the reader may not use, would otherwise be searched by one role and skipped by the other.
+
+    Warns, too, when the reader could change the database (`reader_powers`)."""
     async with await psycopg.AsyncConnection.connect(
         reader_dsn, autocommit=True, connect_timeout=int(CONNECT_SECONDS)
     ) as connection:
+        if powers := await reader_powers(connection):
+            logger.warning(
+                "The read-only role %s %s. Reads still run in READ ONLY transactions, but any statement SafeDB "
+                "misjudged as a read would run with these powers: give the role only SELECT (docs/postgres.md).",
+                connection.info.user,
+                "; ".join(powers),
+            )
         return await _effective_search_path(connection)
+
+
+# Predefined roles that reach the server's files and programs, or other sessions, even from a read-only transaction.
+_SERVER_POWER_ROLES = [
+    "pg_read_server_files", "pg_write_server_files", "pg_execute_server_program", "pg_signal_backend",
+]  # fmt: skip
+_READER_POWERS_SQL = """
+SELECT r.rolsuper,
+       ARRAY(SELECT g FROM unnest(%(roles)s::text[]) AS g WHERE pg_has_role(current_user, g, 'MEMBER')),
+       (SELECT count(*) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+         WHERE n.nspname = ANY(current_schemas(false)) AND c.relkind IN ('r', 'p', 'v', 'f')
+           AND has_table_privilege(c.oid, 'INSERT, UPDATE, DELETE, TRUNCATE')),
+       ARRAY(SELECT s FROM unnest(current_schemas(false)) AS s WHERE has_schema_privilege(s, 'CREATE'))
+FROM pg_roles r WHERE r.rolname = current_user
+"""
+
+
+async def reader_powers(connection: Connection) -> list[str]:
+    """What the session's role could change, said as `is a superuser`, `may write 3 tables`...; none for a
+    role made as docs/postgres.md says."""
+    cursor = await connection.execute(_READER_POWERS_SQL, {"roles": _SERVER_POWER_ROLES})
+    row = await cursor.fetchone()
+    if row is None:
+        return []
+    superuser, roles, writable, creatable = row
+    if superuser:
+        return ["is a superuser"]
+    powers = [f"is a member of {role}" for role in roles]
+    if writable:
+        powers.append(f"may write {writable} table{'s' if writable != 1 else ''} its search path reaches")
+    if creatable:
+        powers.append(f"may create objects in {', '.join(creatable)}")
+    return powers
 
 
 _TIME_LOADERS: dict[str, type[Loader]] = {
