@@ -102,6 +102,10 @@ def load_settings(path: Path) -> Settings:
         raw = tomllib.loads(path.read_text(encoding="utf-8"))
     except OSError as exc:
         raise ConfigurationError(f"Cannot read the configuration file {path}: {exc.strerror}") from None
+    except UnicodeDecodeError as exc:  # TOML files are UTF-8; an editor may have saved it in another encoding
+        raise ConfigurationError(
+            f"{path} is not UTF-8 text (byte 0x{exc.object[exc.start]:02x} at position {exc.start}): save it as UTF-8."
+        ) from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigurationError(f"{path} is not valid TOML: {exc}") from None
     try:

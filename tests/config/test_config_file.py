@@ -119,6 +119,14 @@ def test_missing_file(tmp_path: Path) -> None:
         load_settings(tmp_path / "nope.toml")
 
 
+def test_a_file_that_is_not_utf8_is_one_clear_message(tmp_path: Path) -> None:
+    # TOML is UTF-8; a file saved in another encoding (here Latin-1) is a mistake to name, not a traceback.
+    path = tmp_path / "safedb.toml"
+    path.write_bytes("[targets.caf\u00e9]\n".encode("latin-1"))
+    with pytest.raises(ConfigurationError, match=r"safedb.toml is not UTF-8 text \(byte 0xe9 at position 12\)"):
+        load_settings(path)
+
+
 def _documented_keys() -> set[str]:
     text = (ROOT / "docs" / "configuration.md").read_text(encoding="utf-8")
     return set(re.findall(r"^\| `([A-Za-z_.]+)` \|", text, re.MULTILINE))
