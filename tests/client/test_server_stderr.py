@@ -10,9 +10,11 @@ import json
 import os
 import shlex
 import signal
+import subprocess
 import sys
 import time
 
+from tests.client.servers import ROOT
 from tests.client.test_client_redteam import safedb
 
 REDTEAM_STDIO = shlex.join([sys.executable, "-m", "tests.client.redteam_server", "--stdio"])
@@ -66,3 +68,23 @@ def test_a_process_keeping_the_servers_stderr_open_does_not_keep_the_client() ->
         os.kill(pid, 0)  # still running, so the pipe was still open when the client left
     finally:
         os.kill(pid, signal.SIGKILL)
+
+
+def test_a_client_whose_own_stderr_is_gone_still_relays_and_finishes_the_call() -> None:
+    # The client's stderr is a pipe no one reads any more (`2> >(head -1)` after its line): the server's lines can
+    # only be dropped, but the relay must go on draining them, or the call fails (as it did: the relay's
+    # BrokenPipeError ended the session, and `call` printed nothing).
+    reading, writing = os.pipe()
+    os.close(reading)
+    try:
+        result = subprocess.run(
+            [sys.executable, "-m", "safedb", "call", "--stdio", REDTEAM_STDIO, "write_stderr",
+             json.dumps({"lines": ["a line"], "repeat": 3})],
+            stdout=subprocess.PIPE, stderr=writing, stdin=subprocess.DEVNULL, text=True, timeout=60, check=False,
+            cwd=ROOT,
+            env={**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), str(ROOT)])},
+        )  # fmt: skip
+    finally:
+        os.close(writing)
+    assert result.returncode == 0
+    assert result.stdout.strip() == "written"

@@ -32,9 +32,14 @@ _READ_SIZE = 64 * 1024
 
 
 def write_to_stderr(line: str) -> None:
-    """Show one line of the server's on the client's own stderr."""
-    sys.stderr.write(line + "\n")
-    sys.stderr.flush()
+    """Show one line of the server's on the client's own stderr; dropped when that is gone (a closed pipe): the
+    relay must go on draining the server's pipe, or the server would block, and an error here would end the
+    session."""
+    try:
+        sys.stderr.write(line + "\n")
+        sys.stderr.flush()
+    except (OSError, ValueError):  # ValueError: the file object itself was closed
+        pass
 
 
 @asynccontextmanager
