@@ -116,8 +116,7 @@ class ApprovalReused(SafeDBError):
 
 
 class TooManyWaiting(SafeDBError):
-    def __init__(self, limit: str) -> None:
+    def __init__(self, held: str) -> None:
         super().__init__(
-            f"The approval page already holds {limit} waiting for an approver; nothing was run. Ask again once "
-            "some are decided or have expired."
+            f"The approval page already holds {held}; nothing was run. Ask again once some are decided or have expired."
         )

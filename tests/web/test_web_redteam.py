@@ -6,6 +6,7 @@ from __future__ import annotations
 import base64
 import html
 import re
+import sqlite3
 import time
 import urllib.error
 import urllib.parse
@@ -256,3 +257,27 @@ async def test_the_page_holds_a_bounded_number_of_waiting_approvals(tmp_path: Pa
     assert rows(database, "SELECT count(*) FROM invoices WHERE status = 'void'") == [(1,)]
     decisions = [decision for decision, _ in audit_records(audit)]
     assert decisions == ["requested"] * MAX_WAITING + ["refused"]
+
+
+async def test_an_approval_whose_question_could_not_be_recorded_leaves_the_page(tmp_path: Path) -> None:
+    """2026-07-28: the approval went on the page before its `requested` record was written; when that write
+    failed, the call failed (nothing asked, nothing run) but the approval stayed listed until it expired."""
+    with serving_prod(tmp_path) as (server, database, audit):
+        with sqlite3.connect(audit) as log:  # the audit log refuses the question's record
+            log.execute(
+                "CREATE TRIGGER no_questions BEFORE INSERT ON audit_log WHEN NEW.decision = 'requested' "
+                "BEGIN SELECT RAISE(ABORT, 'no questions today'); END"
+            )
+        async with Client(server.url, mode="auto", elicitation_callback=UrlResponder()) as client:
+            failed = await client.session.call_tool(
+                "execute_query", {"query": QUERY, "target": "prod"}, allow_input_required=True
+            )
+        listing = server.url.removesuffix("/mcp") + "/approvals"
+        request = urllib.request.Request(listing, headers={"Authorization": basic("alice")})
+        with urllib.request.urlopen(request, timeout=10) as response:
+            pending = response.read().decode()
+    assert isinstance(failed, CallToolResult)
+    assert failed.is_error
+    assert "no questions today" in str(failed.structured_content)
+    assert "DELETE FROM invoices" not in pending
+    assert rows(database, "SELECT count(*) FROM invoices WHERE status = 'void'") == [(1,)]

@@ -90,10 +90,10 @@ class ApprovalBoard:
         self._forget_old()
         waiting = self.pending()
         if len(waiting) >= MAX_WAITING:
-            raise TooManyWaiting(wording.count(MAX_WAITING, "approval"))
+            raise TooManyWaiting(f"{wording.count(MAX_WAITING, 'approval')} waiting for an approver")
         characters = sum(len(a.classification.statement) for a in waiting) + len(classification.statement)
         if characters > MAX_WAITING_CHARACTERS:
-            raise TooManyWaiting(f"statements of {MAX_WAITING_CHARACTERS:,} characters in all")
+            raise TooManyWaiting(f"as many waiting statements as it takes ({MAX_WAITING_CHARACTERS:,} characters)")
         now = time.time()
         approval = WebApproval(
             id=approval_id,
@@ -133,8 +133,8 @@ class ApprovalBoard:
             approval.decided.set()
 
     def _forget_old(self) -> None:
-        """Drop approvals that expired more than `KEPT_AFTER_END` ago, and the oldest settled ones past
-        `MAX_SETTLED` (a client that declines, or never comes back, leaves one each time)."""
+        """Drop approvals that expired more than `KEPT_AFTER_END` ago, and, past `MAX_SETTLED` settled ones, those
+        asked longest ago (a client that declines, or never comes back, leaves one each time)."""
         horizon = time.time() - KEPT_AFTER_END
         self._approvals = {key: a for key, a in self._approvals.items() if a.expires > horizon}
         settled = [key for key, approval in self._approvals.items() if approval.settled]

@@ -125,7 +125,11 @@ class WebApprovalChannel:
                 return self._question(ctx, approval, ticket)
             return _reply(approval)
         ticket, approval = self._open(classification, question)
-        await asking(approval.id)
+        try:
+            await asking(approval.id)
+        except BaseException:
+            self.board.withdraw(approval)  # never asked (its record failed): nothing will come back for it
+            raise
         return self._question(ctx, approval, ticket)
 
     def _open(self, classification: Classification, question: WebQuestion) -> tuple[ApprovalTicket, WebApproval]:
