@@ -102,8 +102,8 @@ class ChangedSinceQuestion(QueryFailed):
     def __init__(self, reasons: str) -> None:
         super().__init__(
             f"The database changed since the question ({reasons}), so the approval does not cover what the "
-            "statement would do now. It was stopped before it ran; nothing was changed. Call the tool again to see "
-            "the new impact."
+            "statement would do now. It was stopped (or rolled back); nothing was changed. Call the tool again to "
+            "see the new impact."
         )
 
 

@@ -19,6 +19,7 @@ from mcp_types import ElicitResult
 
 from bench.servers import ServerProcess, serving_process
 from safedb.audit import AuditQuery, open_audit_store
+from safedb.errors import ChangedSinceQuestion
 from tests.helpers import Responder
 from tests.postgres.conftest import PgDatabase
 
@@ -202,3 +203,33 @@ async def test_a_table_that_comes_first_in_the_search_path_while_deciding_is_not
     assert "An approval holds for exactly 1 row" in responder.asked[0].message
     assert pg.rows(f"SELECT count(*) FROM {schema}.{table}") == [(1,)]
     assert_stopped_or_asked_anew(result, responder, audit_db, sql)
+
+
+async def test_a_table_that_takes_the_name_while_the_approved_statement_runs_is_rolled_back(pg: PgDatabase) -> None:
+    """The names are checked just before the approved statement; a table of the same name created after that check
+    (here by the statement's own trigger, as another session could between the two) took the name all the same.
+    They are checked again before the transaction commits, which is then rolled back."""
+    schema, table = "early_race", "raced"
+    pg.run_as_owner(
+        f"CREATE SCHEMA {schema}",
+        f"GRANT USAGE ON SCHEMA {schema} TO safedb_reader",
+        f"ALTER DATABASE {pg.name} SET search_path = {schema}, public",
+        f"CREATE TABLE public.{table} (id integer PRIMARY KEY)",
+        f"INSERT INTO public.{table} VALUES (1), (2)",
+        f"GRANT SELECT ON public.{table} TO safedb_reader",
+        f"CREATE FUNCTION {table}_shadow() RETURNS trigger LANGUAGE plpgsql AS "
+        f"$$ BEGIN CREATE TABLE {schema}.{table} (id integer); RETURN OLD; END $$",
+        f"CREATE TRIGGER {table}_shadow BEFORE DELETE ON public.{table} FOR EACH STATEMENT "
+        f"EXECUTE FUNCTION {table}_shadow()",
+    )
+    database = pg.open()
+    try:
+        approved = await database.classify(f"DELETE FROM {table} WHERE id = 1")
+        assert approved.resolved == ((f'"{table}"', f"public.{table}"),)
+        with pytest.raises(ChangedSinceQuestion, match=f'"{table}" now means {schema}.{table}, not public.{table}'):
+            await database.write(approved)
+    finally:
+        await database.aclose()
+        pg.run_as_owner(f"ALTER DATABASE {pg.name} RESET search_path")
+    assert pg.rows(f"SELECT count(*) FROM public.{table}") == [(2,)]
+    assert pg.rows(f"SELECT to_regclass('{schema}.{table}') IS NULL") == [(True,)]

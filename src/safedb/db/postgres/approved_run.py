@@ -23,14 +23,22 @@ async def check_unchanged(
 
     Run on the writer session the statement then runs on (its search path), in its transaction when it has one.
     """
-    names = [name for name, _ in approved.resolved]
-    now = await catalog.resolved(connection, names)
+    await check_names_unchanged(connection, approved)
+    # A count was shown only for a dry run of code a rollback undoes: it must still be so.
+    if approved_rows is not None and (reasons := await changed_since_dry_run(connection, statement, approved)):
+        raise ChangedSinceQuestion("; ".join(reasons))
+
+
+async def check_names_unchanged(connection: Connection, approved: Classification) -> None:
+    """Raise ChangedSinceQuestion when a name the statement uses means another table than when it was asked about.
+
+    Creating a table of that name in a schema searched first takes no lock of the statement's tables: one created
+    between this check and the statement takes the name all the same. Run again after the statement, before its
+    transaction commits, it catches that too (the transaction is then rolled back)."""
+    now = await catalog.resolved(connection, [name for name, _ in approved.resolved])
     if moved := [
         f"{name} now means {meant or 'no table'}, not {was or 'no table'}"
         for (name, was), (_, meant) in zip(approved.resolved, now, strict=True)
         if meant != was
     ]:
         raise ChangedSinceQuestion("; ".join(moved))
-    # A count was shown only for a dry run of code a rollback undoes: it must still be so.
-    if approved_rows is not None and (reasons := await changed_since_dry_run(connection, statement, approved)):
-        raise ChangedSinceQuestion("; ".join(reasons))
