@@ -84,8 +84,9 @@ class ApprovalTicket:
 
 
 def changes_digest(classification: Classification) -> str:
-    """What the statement does, and which tables its names meant (another table of the same name is a new
-    question)."""
+    """What the statement does, which code it runs (a trigger added since is a new question), and which tables its
+    names meant (another table of the same name is a new question)."""
     lines = sorted(str(change) for change in classification.changes)
+    lines += [f"runs {name}" for name in classification.runs]
     lines += [f"{name} -> {meant}" for name, meant in sorted(classification.resolved, key=str)]
     return digest("\n".join(lines))

@@ -254,6 +254,8 @@ class SafeDBTools:
         ]
         if any(change.via or change.detail for change in classification.changes):
             lines.append("Details: " + "; ".join(str(change) for change in classification.changes))
+        if classification.runs:  # the code the approval covers, writing or not: other code stops the approved run
+            lines.append("Runs the code of (triggers, views): " + ", ".join(classification.runs))
         impact = await self._impact(served, classification)
         lines.extend(f"Impact: {line}" for line in impact.lines)
         lines.append(f"Target: {served.name} ({served.target.environment}, {served.database.label})")

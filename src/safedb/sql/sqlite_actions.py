@@ -391,8 +391,13 @@ def classify_events(
             detail = f"SQLite reports no change but the parser cannot confirm a read ({shape.root})"
             changes.append(Change(ChangeKind.UNKNOWN, WHOLE_STATEMENT, None, detail))
     reads = tuple(dict.fromkeys(e.arg1 for e in events if e.code == Action.READ and e.arg1))
+    runs = tuple(sorted({event.source for event in events if event.source}))
     return Classification(
-        statement=statement, changes=tuple(dict.fromkeys(changes)), reads=reads, engine_view=frozenset(events) | calls
+        statement=statement,
+        changes=tuple(dict.fromkeys(changes)),
+        reads=reads,
+        engine_view=frozenset(events) | calls,
+        runs=runs,
     )
 
 

@@ -75,8 +75,12 @@ def approved_only(approved: Classification, shadow_tables: frozenset[str]) -> Au
     be the one that was approved (checked here again, at run time, by SQLite's own view). Virtual table
     modules (FTS, R-Tree) read and write their shadow tables, and create them with a new virtual table.
     A pragma run through its table-valued form is allowed when that pragma was approved.
+
+    Nothing, not even a read, is allowed inside a trigger or view the question did not see (`approved.runs`): a
+    trigger added since may write nothing and still change what the statement does (`RAISE(IGNORE)` skips a row).
     """
     allowed = approved.engine_view
+    seen_code = frozenset(approved.runs)
     pragmas = {c.target.name for c in approved.changes if c.kind is ChangeKind.PRAGMA}
     new_virtual_tables = tuple(
         f"{c.target.name}_"
@@ -91,6 +95,8 @@ def approved_only(approved: Classification, shadow_tables: frozenset[str]) -> Au
 
     def authorize(code: int, arg1: str | None, arg2: str | None, schema: str | None, source: str | None) -> int:
         event = AuthorizerEvent(code, arg1, arg2, schema, source)
+        if source is not None and source not in seen_code:
+            return sqlite3.SQLITE_DENY
         # SQLite reports schema (re)loading as updates of its own catalog; they change nothing.
         schema_load = code == Action.UPDATE and is_schema_table(arg1) and source is None
         vacuum_step = bool(vacuum_files) and (
@@ -320,7 +326,8 @@ class SqliteDatabase:
         except BaseException as exc:
             connection.set_authorizer(None)
             connections.roll_back(connection)
-            if isinstance(exc, sqlite3.DatabaseError) and "not authorized" in str(exc):
+            # SQLITE_AUTH: "not authorized", or "access to t.c is prohibited" for a read the authorizer refused.
+            if isinstance(exc, sqlite3.DatabaseError) and getattr(exc, "sqlite_errorcode", None) == sqlite3.SQLITE_AUTH:
                 raise QueryFailed(
                     "The statement now does something that was not approved (the schema may have changed "
                     "since the question was asked). Nothing was changed; ask again."
