@@ -164,3 +164,77 @@ async def test_the_question_names_the_triggers_the_statement_runs(database: Path
     assert not result.is_error, text(result)
     assert "Runs the code of (triggers, views): ledger_guard" in responder.asked[0].message
     assert rows(database, "SELECT id FROM ledger ORDER BY id") == [(2,), (3,)]
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_a_table_of_the_same_name_in_an_attached_database_is_not_the_one_changed(
+    database: Path, mode: str
+) -> None:
+    """An approved ATTACH stays on the writer connection it ran on. The question counted main's row; main's table
+    is then dropped, so the name would reach the attached database's table of the same name."""
+    other = database.parent / "other.db"
+    connection = sqlite3.connect(other)
+    connection.executescript("CREATE TABLE ledger (id INTEGER PRIMARY KEY); INSERT INTO ledger VALUES (1), (5);")
+    connection.close()
+    sql = "DELETE FROM ledger WHERE id = 1"
+    responder = Responder()
+
+    async def answer(context: Any, params: Any) -> ElicitResult:
+        if sql in params.message and not any(sql in asked.message for asked in responder.asked):
+            script = "DROP TABLE ledger;"
+            await anyio.run_process([sys.executable, "-c", OTHER_PROCESS, str(database), script])
+        return await responder(context, params)
+
+    with safedb_serve(database, "--allow-path", str(database.parent)) as server:
+        async with Client(server.url, mode=mode, elicitation_callback=answer) as client:
+            attached = await client.call_tool("execute_query", {"query": f"ATTACH '{other}' AS aux"})
+            assert not attached.is_error, text(attached)
+            result = await client.call_tool("execute_query", {"query": sql})
+
+    # Stopped by the writer's authorizer (another schema), or, on 2026-07-28, the retry no longer compiles.
+    assert result.is_error, text(result)
+    assert "not approved" in text(result) or "no such table: ledger" in text(result), text(result)
+    assert rows(other, "SELECT id FROM ledger ORDER BY id") == [(1,), (5,)]
+    assert decisions(database, sql)[-1] in ("failed", "refused")
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_a_cascading_foreign_key_added_while_deciding_deletes_nothing_else(database: Path, mode: str) -> None:
+    """SafeDB's writers leave `foreign_keys` off (SQLite's default), so a cascade added meanwhile does not run:
+    the approved delete changes the one row shown and nothing in the other table."""
+    sql = "DELETE FROM ledger WHERE id = 1"
+    script = (
+        "CREATE TABLE entries (id INTEGER PRIMARY KEY, ledger_id INTEGER REFERENCES ledger(id) ON DELETE CASCADE);"
+        "INSERT INTO entries VALUES (1, 1), (2, 1), (3, 2);"
+    )
+
+    result, responder = await ask_while_changing(database, mode, sql, script)
+
+    assert not result.is_error, text(result)
+    assert len(responder.asked) == 1
+    assert rows(database, "SELECT id FROM ledger ORDER BY id") == [(2,), (3,)]
+    assert rows(database, "SELECT id FROM entries ORDER BY id") == [(1,), (2,), (3,)]
+    assert decisions(database, sql) == ["requested", "accepted", "executed"]
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_expressions_stored_in_a_redefined_table_change_no_other_table(database: Path, mode: str) -> None:
+    """A default, a CHECK, a generated column and an index expression added meanwhile: SQLite's functions cannot
+    write, so the approved insert still adds the one row shown, and nothing else changes."""
+    sql = "INSERT INTO ledger (id, status) VALUES (4, 'new')"
+    script = (
+        "CREATE TABLE ledger_new (id INTEGER PRIMARY KEY, status TEXT CHECK (length(status) < 100), "
+        "amount INTEGER NOT NULL DEFAULT (abs(random()) % 7), loud TEXT GENERATED ALWAYS AS (upper(status)));"
+        "INSERT INTO ledger_new (id, status, amount) SELECT id, status, amount FROM ledger;"
+        "DROP TABLE ledger; ALTER TABLE ledger_new RENAME TO ledger;"
+        "CREATE INDEX ledger_lower ON ledger (lower(status));"
+    )
+
+    result, _ = await ask_while_changing(database, mode, sql, script)
+
+    assert not result.is_error, text(result)
+    assert rows(database, "SELECT id, loud FROM ledger ORDER BY id") == [
+        (1, "VOID"), (2, "PAID"), (3, "PAID"), (4, "NEW")
+    ]  # fmt: skip
+    assert rows(database, "SELECT count(*) FROM side") == [(0,)]
+    assert decisions(database, sql)[-1] == "executed"
