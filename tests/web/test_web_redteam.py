@@ -281,3 +281,20 @@ async def test_an_approval_whose_question_could_not_be_recorded_leaves_the_page(
     assert "no questions today" in str(failed.structured_content)
     assert "DELETE FROM invoices" not in pending
     assert rows(database, "SELECT count(*) FROM invoices WHERE status = 'void'") == [(1,)]
+
+
+async def test_the_page_names_the_code_the_approval_covers(tmp_path: Path) -> None:
+    """The form's question names the triggers and views a statement runs (other code stops the approved run); the
+    page did not."""
+    with serving_prod(tmp_path) as (server, database, _):
+        with sqlite3.connect(database) as connection:
+            connection.execute("CREATE TRIGGER invoices_note AFTER DELETE ON invoices BEGIN SELECT 1; END")
+        async with waiting_call(server.url, "legacy") as (responder, _results):
+            link = responder.urls[0]
+            with urllib.request.urlopen(
+                urllib.request.Request(link, headers={"Authorization": basic("alice")}), timeout=10
+            ) as page:
+                shown = page.read().decode()
+            fields = {"t": link_token(link), "csrf": csrf_of(link, basic("alice")), "decision": "reject"}
+            assert post(link, fields, {"Authorization": basic("alice")}) == 200
+    assert "<dt>Runs the code of</dt><dd id=runs>invoices_note (triggers, views)</dd>" in shown

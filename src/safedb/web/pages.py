@@ -41,6 +41,9 @@ def highlighted_sql(sql: str) -> str:
 def approval_page(approval: WebApproval, csrf: str, min_justification: int) -> str:
     classification = approval.classification
     changes = "".join(f"<li>{escape(str(change))}</li>" for change in classification.changes)
+    # The code the approval covers, writing or not: other code stops the approved run (as in the form's question).
+    runs = ", ".join(escape(visible_statement(name)) for name in classification.runs)
+    code = f"<dt>Runs the code of</dt><dd id=runs>{runs} (triggers, views)</dd>" if runs else ""
     impact = "".join(f"<li>{escape(line)}</li>" for line in approval.impact.lines) or "<li>No preview.</li>"
     production = approval.environment == "production"
     warning = (
@@ -56,6 +59,7 @@ def approval_page(approval: WebApproval, csrf: str, min_justification: int) -> s
 <dl>
 <dt>Change</dt><dd id=classification>{escape(classification.summary())}</dd>
 <dt>What it does</dt><dd><ul>{changes}</ul></dd>
+{code}
 <dt>Impact</dt><dd><ul id=impact>{impact}</ul></dd>
 <dt>Target</dt><dd>{escape(approval.target)} ({escape(approval.environment)})</dd>
 <dt>Requested by</dt><dd id=caller>{escape(visible_statement(approval.caller))}</dd>
