@@ -44,7 +44,7 @@ from safedb.audit.rows import (
 )
 from safedb.audit.store import AnswerCheck, AuditQuery, ChainHead, ChainSnapshot
 from safedb.audit.threaded import ThreadedAuditStore
-from safedb.db.postgres.connections import describe_dsn
+from safedb.db.postgres.connections import describe_dsn, may_have_ended
 from safedb.errors import DatabaseOpenError
 
 logger = logging.getLogger(__name__)
@@ -287,8 +287,11 @@ def _nul_free(event: AuditEvent) -> AuditEvent:
 
 
 def _alive(connection: Connection) -> bool:
-    """Whether the session still answers (one empty query): an idle session may have ended (the server restarted,
-    an administrator ended it), and the append it would fail is one whose decision must not be lost."""
+    """Whether the session still answers: an idle session may have ended (the server restarted, an administrator
+    ended it), and the append it would fail is one whose decision must not be lost. One empty query tells, sent
+    only when the session may have ended (`may_have_ended`)."""
+    if not may_have_ended(connection):
+        return True
     try:
         connection.execute("")
     except psycopg.OperationalError:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import select
 from collections.abc import AsyncIterator, Mapping
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any
@@ -159,6 +160,24 @@ def _text_when_out_of_range(base: type[Loader]) -> type[Loader]:
     return TextWhenOutOfRange
 
 
+def may_have_ended(connection: psycopg.Connection[Any] | AsyncConnection[Any]) -> bool:
+    """Whether an idle session may have ended: its socket has something to read, where an idle session's has
+    nothing until it sends a query. A server that ends a session says goodbye (an error, then the end of the
+    stream), so this notices a restart or `pg_terminate_backend` without a round trip; a session cut off without a
+    word (a network failure) fails its next call instead."""
+    try:
+        readable, _, _ = select.select([connection.pgconn.socket], [], [], 0)
+    except (psycopg.OperationalError, OSError, ValueError):  # closed already
+        return True
+    return bool(readable)
+
+
+async def _check_if_hung_up(connection: Connection) -> None:
+    """The pool's check: the usual empty query, only for a session that may have ended (`may_have_ended`)."""
+    if may_have_ended(connection):
+        await AsyncConnectionPool.check_connection(connection)
+
+
 def _pool(
     dsn: str, size: int, name: str, settings: Mapping[str, str], *, reader: bool
 ) -> AsyncConnectionPool[Connection]:
@@ -198,8 +217,8 @@ def _pool(
         configure=configure,
         reset=reset,
         # A pooled session may have ended while idle (the server restarted, an administrator ended it): checked
-        # (one empty query) when it is handed out, and replaced, rather than failing the call that gets it.
-        check=AsyncConnectionPool.check_connection,
+        # when it is handed out, and replaced, rather than failing the call that gets it.
+        check=_check_if_hung_up,
     )
 
 
