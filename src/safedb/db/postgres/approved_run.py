@@ -12,7 +12,7 @@ from safedb.db.postgres import catalog
 from safedb.db.postgres.connections import Connection
 from safedb.db.postgres.impact import changed_since_dry_run
 from safedb.errors import ChangedSinceQuestion
-from safedb.sql.classification import Classification
+from safedb.sql.classification import ChangeCategory, Classification
 from safedb.sql.postgres_classifier import PostgresStatement
 
 
@@ -29,12 +29,18 @@ async def check_unchanged(
         raise ChangedSinceQuestion("; ".join(reasons))
 
 
-async def check_names_unchanged(connection: Connection, approved: Classification) -> None:
-    """Raise ChangedSinceQuestion when a name the statement uses means another table than when it was asked about.
+async def check_data_change_names(connection: Connection, approved: Classification) -> None:
+    """`check_names_unchanged` after a data change, before its transaction commits (which a raise rolls back).
 
-    Creating a table of that name in a schema searched first takes no lock of the statement's tables: one created
-    between this check and the statement takes the name all the same. Run again after the statement, before its
-    transaction commits, it catches that too (the transaction is then rolled back)."""
+    Creating a table of the same name in a schema searched first takes no lock of the statement's tables: one
+    created between the check before the statement and the statement took the name all the same. Schema changes
+    are left out: creating, dropping and renaming is what they do to names."""
+    if set(approved.categories) == {ChangeCategory.DATA}:
+        await check_names_unchanged(connection, approved)
+
+
+async def check_names_unchanged(connection: Connection, approved: Classification) -> None:
+    """Raise ChangedSinceQuestion when a name the statement uses means another table than when it was asked about."""
     now = await catalog.resolved(connection, [name for name, _ in approved.resolved])
     if moved := [
         f"{name} now means {meant or 'no table'}, not {was or 'no table'}"

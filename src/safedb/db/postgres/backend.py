@@ -24,7 +24,7 @@ import psycopg
 
 from safedb.db.backend import Impact, QueryLimits, ResultSet, TableDescription, TableInfo, WriteOutcome
 from safedb.db.postgres import catalog, function_bodies
-from safedb.db.postgres.approved_run import check_names_unchanged, check_unchanged
+from safedb.db.postgres.approved_run import check_data_change_names, check_unchanged
 from safedb.db.postgres.connections import (
     CLIENT_GRACE_SECONDS,
     Connection,
@@ -147,7 +147,7 @@ class PostgresDatabase:
                     await set_statement_timeout(connection, seconds)
                     await check_unchanged(connection, statement, approved, approved_rows)
                     outcome = await self._run(connection, statement, approved_rows)
-                    await check_names_unchanged(connection, approved)
+                    await check_data_change_names(connection, approved)
                     return outcome
         try:
             with _client_deadline(seconds):
