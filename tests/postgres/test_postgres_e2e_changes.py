@@ -38,6 +38,13 @@ def safedb_on(pg: PgDatabase, audit_db: str, *extra: str) -> Iterator[ServerProc
         yield server
 
 
+async def call_while_changing(pg: PgDatabase, audit_db: str, mode: str, sql: str, responder: Responder) -> Any:
+    """Call execute_query with `sql` on a fresh `safedb serve` process, answered by `responder`; the tool result."""
+    with safedb_on(pg, audit_db) as server:
+        async with Client(server.url, mode=mode, elicitation_callback=responder) as client:
+            return await client.call_tool("execute_query", {"query": sql})
+
+
 def decisions(audit_db: str, sql: str) -> list[str]:
     with open_audit_store(audit_db, readonly=True) as store:
         return [str(r.decision) for r in store.records(AuditQuery(limit=None)) if r.sql == sql]
@@ -121,9 +128,7 @@ async def test_code_added_to_the_table_while_deciding_does_not_run(
     sql = f"UPDATE {table} SET amount = amount + 1 WHERE id = 1"
     audit_db = str(tmp_path / "audit.db")
     responder = ChangingResponder(pg, *CHANGES[change](table, side))
-    with safedb_on(pg, audit_db) as server:
-        async with Client(server.url, mode=mode, elicitation_callback=responder) as client:
-            result = await client.call_tool("execute_query", {"query": sql})
+    result = await call_while_changing(pg, audit_db, mode, sql, responder)
     assert "An approval holds for exactly 1 row" in responder.asked[0].message
     assert pg.rows(f"SELECT amount FROM {table} WHERE id = 1") == [(10,)]
     assert pg.rows(f"SELECT count(*) FROM {side}") == [(0,)]
@@ -143,9 +148,7 @@ async def test_a_default_changed_to_a_writing_function_while_deciding_does_not_r
         f"$$ BEGIN INSERT INTO {side} VALUES ('ran unseen'); RETURN 5; END $$",
         f"ALTER TABLE {table} ALTER COLUMN amount SET DEFAULT {table}_amount()",
     )
-    with safedb_on(pg, audit_db) as server:
-        async with Client(server.url, mode=mode, elicitation_callback=responder) as client:
-            result = await client.call_tool("execute_query", {"query": sql})
+    result = await call_while_changing(pg, audit_db, mode, sql, responder)
     assert "An approval holds for exactly 1 row" in responder.asked[0].message
     assert pg.rows(f"SELECT count(*) FROM {table} WHERE id = 4") == [(0,)]
     assert pg.rows(f"SELECT count(*) FROM {side}") == [(0,)]
@@ -166,9 +169,7 @@ async def test_a_table_replaced_by_a_view_while_deciding_is_not_written_through(
         side_writer(f"{table}_fn", side).replace("RETURN NULL", "RETURN NEW"),
         f"CREATE TRIGGER {table}_trg INSTEAD OF UPDATE ON {table} FOR EACH ROW EXECUTE FUNCTION {table}_fn()",
     )
-    with safedb_on(pg, audit_db) as server:
-        async with Client(server.url, mode=mode, elicitation_callback=responder) as client:
-            result = await client.call_tool("execute_query", {"query": sql})
+    result = await call_while_changing(pg, audit_db, mode, sql, responder)
     assert pg.rows(f"SELECT amount FROM {table}_old WHERE id = 2") == [(20,)]
     assert pg.rows(f"SELECT count(*) FROM {side}") == [(0,)]
     assert_stopped_or_asked_anew(result, responder, audit_db, sql)
@@ -195,9 +196,7 @@ async def test_a_table_that_comes_first_in_the_search_path_while_deciding_is_not
         pg, f"CREATE TABLE {schema}.{table} (id integer PRIMARY KEY)", f"INSERT INTO {schema}.{table} VALUES (1)"
     )
     try:
-        with safedb_on(pg, audit_db) as server:
-            async with Client(server.url, mode=mode, elicitation_callback=responder) as client:
-                result = await client.call_tool("execute_query", {"query": sql})
+        result = await call_while_changing(pg, audit_db, mode, sql, responder)
     finally:
         pg.run_as_owner(f"ALTER DATABASE {pg.name} RESET search_path")
     assert "An approval holds for exactly 1 row" in responder.asked[0].message

@@ -52,6 +52,17 @@ def csrf_of(link: str, authorization: str) -> str:
     return html.unescape(found.group(1))
 
 
+def read_then_reject(link: str) -> str:
+    """The approval page at `link` as alice sees it; then she rejects it (so that the waiting call ends)."""
+    with urllib.request.urlopen(
+        urllib.request.Request(link, headers={"Authorization": basic("alice")}), timeout=10
+    ) as response:
+        page = response.read().decode()
+    fields = {"t": link_token(link), "csrf": csrf_of(link, basic("alice")), "decision": "reject"}
+    assert post(link, fields, {"Authorization": basic("alice")}) == 200
+    return page
+
+
 async def test_non_ascii_names_tokens_and_passwords_are_answered_not_crashed_on(tmp_path: Path) -> None:
     """`hmac.compare_digest` refuses str with non-ASCII characters (TypeError): an approver named `José` could not
     sign in, and while one was configured, every wrong password of an approver listed before was a 500; a non-ASCII
@@ -226,13 +237,7 @@ async def test_an_approval_that_expires_past_the_calendar_still_shows(tmp_path: 
     `time.gmtime`, which raised OverflowError: every approval page was a 500."""
     with serving_prod(tmp_path, approval_timeout="1e300") as (server, database, _):
         async with waiting_call(server.url, "legacy") as (responder, _results):
-            link = responder.urls[0]
-            with urllib.request.urlopen(
-                urllib.request.Request(link, headers={"Authorization": basic("alice")}), timeout=10
-            ) as response:
-                page = response.read().decode()
-            fields = {"t": link_token(link), "csrf": csrf_of(link, basic("alice")), "decision": "reject"}
-            assert post(link, fields, {"Authorization": basic("alice")}) == 200
+            page = read_then_reject(responder.urls[0])
         assert not any("Traceback" in line for line in server.log), "".join(server.log)
     assert "(expires never)" in page
     assert rows(database, "SELECT count(*) FROM invoices WHERE status = 'void'") == [(1,)]
@@ -290,11 +295,5 @@ async def test_the_page_names_the_code_the_approval_covers(tmp_path: Path) -> No
         with sqlite3.connect(database) as connection:
             connection.execute("CREATE TRIGGER invoices_note AFTER DELETE ON invoices BEGIN SELECT 1; END")
         async with waiting_call(server.url, "legacy") as (responder, _results):
-            link = responder.urls[0]
-            with urllib.request.urlopen(
-                urllib.request.Request(link, headers={"Authorization": basic("alice")}), timeout=10
-            ) as page:
-                shown = page.read().decode()
-            fields = {"t": link_token(link), "csrf": csrf_of(link, basic("alice")), "decision": "reject"}
-            assert post(link, fields, {"Authorization": basic("alice")}) == 200
+            shown = read_then_reject(responder.urls[0])
     assert "<dt>Runs the code of</dt><dd id=runs>invoices_note (triggers, views)</dd>" in shown
