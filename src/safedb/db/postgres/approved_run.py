@@ -1,4 +1,5 @@
-"""What an approved statement's run checks first: the database still is what its question showed.
+"""What an approved statement's run checks, before it (and, for a data change, again before it commits): the
+database still is what its question showed.
 
 A person may take minutes to answer, and meanwhile others change the database. The approval covers the tables
 the question was about, and, when it showed a dry run's count, a change that runs no code but what that preview
