@@ -14,9 +14,9 @@ from pydantic import Field
 from safedb import wording
 from safedb.approval.display import visible_statement
 from safedb.approval.verification import Decision, Verdict, decide
-from safedb.audit import AuditDecision, AuditStore, AuditWriteFailed, QuestionNotRecorded, decision_for_verdict
+from safedb.audit import AuditDecision, AuditStore, AuditWriteFailed, decision_for_verdict
 from safedb.db.backend import Impact, TableDescription
-from safedb.errors import ApprovalReused, DeniedByPolicy, QueryFailed, SafeDBError
+from safedb.errors import DeniedByPolicy, QueryFailed, SafeDBError
 from safedb.server.auditing import CallAudit, describe_caller
 from safedb.server.elicitation import ApprovalChannel, Prompt, Question, Reply, client_can_elicit
 from safedb.server.rendering import error_result, format_table, rows_result, text_result, write_result
@@ -97,9 +97,7 @@ class SafeDBTools:
         except AuditWriteFailed as exc:
             logger.error("Audit log write failed; nothing was run: %s", exc)
             return error_result(f"{exc} Nothing was run.", status="failed")
-        except (ApprovalReused, QuestionNotRecorded) as exc:
-            return await _recorded_error(audit, AuditDecision.REFUSED, str(exc))
-        except SafeDBError as exc:
+        except SafeDBError as exc:  # refused, a replayed answer or one to a question not recorded included
             return await _failure_result(exc, audit)
 
     async def _execute(
