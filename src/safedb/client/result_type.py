@@ -9,12 +9,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from types import TracebackType
-from typing import Any, Self
+from typing import TYPE_CHECKING, Any, Self
 
 from mcp.client import Transport
-from mcp.shared._stream_protocols import ReadStream
 from mcp.shared.message import SessionMessage
 from mcp_types import JSONRPCResponse
+
+if TYPE_CHECKING:  # a private module of the SDK: for the type checker only, so a rename cannot break a run
+    from mcp.shared._stream_protocols import ReadStream
 
 Item = SessionMessage | Exception
 

@@ -15,12 +15,15 @@ import os
 import sys
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
+from typing import TYPE_CHECKING
 
 import anyio
-from mcp.client._transport import TransportStreams
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
 from safedb.client.sanitize import clean_text
+
+if TYPE_CHECKING:  # a private module of the SDK: for the type checker only, so a rename cannot break a run
+    from mcp.client._transport import TransportStreams
 
 DRAIN_TIMEOUT = 2.0
 """Seconds to wait, once the server has stopped, for the end of its stderr: a process the server started in a
