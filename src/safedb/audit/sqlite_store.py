@@ -9,6 +9,7 @@ before it. The file is separate from the served database, so a rolled-back data 
 from __future__ import annotations
 
 import logging
+import os
 import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -68,6 +69,7 @@ class SqliteAuditStore(ThreadedAuditStore[sqlite3.Connection]):
         self._busy_timeout = busy_timeout
         self._recent_appends = RecentDuration()
         self._wal_sync = WalSync(_wal_path(writer)) if writer is not None else None
+        self._files = _identities(writer) if writer is not None else {}
 
     @classmethod
     def open(cls, path: Path, *, readonly: bool = False, busy_timeout: float = 30.0) -> SqliteAuditStore:
@@ -186,6 +188,7 @@ class SqliteAuditStore(ThreadedAuditStore[sqlite3.Connection]):
         return record, 0 if record is None else self._synced_wal().committed()
 
     def _append(self, writer: sqlite3.Connection, event: AuditEvent, check: AnswerCheck | None) -> AuditRecord | None:
+        self._check_in_place()
         if check is not None:
             answered, asked = writer.execute(_ANSWER_STATE, (event.target, event.sql, event.request_id)).fetchone()
             if not check.passes(bool(answered), bool(asked)):
@@ -211,6 +214,25 @@ class SqliteAuditStore(ThreadedAuditStore[sqlite3.Connection]):
         writer.execute(_MOVE_HEAD, (record.seq, record.hash))
         writer.execute("COMMIT")
         return record
+
+    def _check_in_place(self) -> None:
+        """AuditWriteFailed unless the log's file and its -wal file are still the ones the writer opened.
+
+        In WAL mode SQLite does not notice its files being deleted or renamed over: the writer would go on
+        appending to files no one can read any more (and that vanish when it closes), and approved statements
+        would run with no record anyone can see.
+        """
+        for name, identity in self._files.items():
+            try:
+                stat = os.stat(name)
+                in_place = (stat.st_dev, stat.st_ino) == identity
+            except OSError:
+                in_place = False
+            if not in_place:
+                raise AuditWriteFailed(
+                    f"The audit log {self.path} was deleted or replaced while this server had it open, so nothing "
+                    "more is written to it. Restart the server, and run `safedb audit verify`."
+                )
 
     def records(self, query: AuditQuery) -> Iterator[AuditRecord]:
         """The records matching `query`, oldest first, read through a connection of their own."""
@@ -247,10 +269,19 @@ class SqliteAuditStore(ThreadedAuditStore[sqlite3.Connection]):
             connection.close()
 
 
+def _main_file(writer: sqlite3.Connection) -> str:
+    return str(next(row[2] for row in writer.execute("PRAGMA database_list") if row[1] == "main"))
+
+
 def _wal_path(writer: sqlite3.Connection) -> str:
     """The writer's -wal file, named as SQLite names it: after the main file's full path."""
-    main_file = next(row[2] for row in writer.execute("PRAGMA database_list") if row[1] == "main")
-    return f"{main_file}-wal"
+    return f"{_main_file(writer)}-wal"
+
+
+def _identities(writer: sqlite3.Connection) -> dict[str, tuple[int, int]]:
+    """The device and inode of the writer's files (just opened, with the -wal file held open by `WalSync`)."""
+    names = (_main_file(writer), _wal_path(writer))
+    return {name: (stat.st_dev, stat.st_ino) for name in names for stat in [os.stat(name)]}
 
 
 def _head(reader: sqlite3.Connection) -> ChainHead | None:

@@ -1,0 +1,47 @@
+"""The SQLite audit file taken away from a running server: nothing runs without a record someone can read."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+from mcp.client.client import Client
+
+from safedb.audit import AuditDecision, AuditWriteFailed, SqliteAuditStore, verify
+from tests.audit.helpers import event
+from tests.helpers import Responder, rows, safedb_serve
+
+pytestmark = pytest.mark.anyio
+
+
+async def test_a_server_whose_audit_file_was_deleted_runs_no_change(demo_db: Path) -> None:
+    audit_path = demo_db.parent / "audit.db"
+    with safedb_serve(demo_db) as server:
+        async with Client(server.url, elicitation_callback=Responder()) as client:
+            first = await client.call_tool("execute_query", {"query": "DELETE FROM invoices WHERE id = 4"})
+            assert not first.is_error, first.content
+            for suffix in ("", "-wal", "-shm"):
+                os.unlink(f"{audit_path}{suffix}")
+            second = await client.call_tool("execute_query", {"query": "DELETE FROM invoices WHERE id = 5"})
+            read = await client.call_tool("execute_query", {"query": "SELECT count(*) FROM invoices"})
+    assert second.is_error
+    assert "was deleted or replaced while this server had it open" in second.content[0].text  # type: ignore[union-attr]
+    assert "Nothing was run" in second.content[0].text  # type: ignore[union-attr]
+    assert rows(demo_db, "SELECT count(*) FROM invoices WHERE id = 5") == [(1,)]
+    assert not read.is_error
+    assert not audit_path.exists()  # nothing was written to a file of that name after all
+
+
+def test_a_log_renamed_over_by_an_older_copy_takes_no_more_records(audit_path: Path) -> None:
+    with SqliteAuditStore.open(audit_path) as store:
+        store.append(event(AuditDecision.REQUESTED, 1))
+        older = audit_path.with_name("older.db")
+        shutil.copy(audit_path, older)  # no -wal yet: the writer holds it; the copy lacks record 1
+        store.append(event(AuditDecision.ACCEPTED, 1))
+        os.replace(older, audit_path)
+        with pytest.raises(AuditWriteFailed, match="deleted or replaced"):
+            store.append(event(AuditDecision.ACCEPTED, 2))
+    with SqliteAuditStore.open(audit_path, readonly=True) as reader:
+        assert verify(reader).intact
