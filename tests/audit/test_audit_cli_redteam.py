@@ -3,6 +3,7 @@ auditor's terminal, and must not forge rows or hide text there."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -12,6 +13,7 @@ import pytest
 from mcp.client.client import Client
 from mcp_types import Implementation
 
+from safedb.audit.chain import chain_hash
 from tests.audit.helpers import fill, run_audit, tampering
 from tests.helpers import Responder, in_process_server, rows
 
@@ -69,6 +71,37 @@ async def test_a_client_cannot_forge_or_hide_rows_of_the_listing(demo_db: Path) 
     for line in lines[1:]:
         assert "agent⟨U+000A⟩99" in line
         assert line.endswith("DELETE FROM invoices WHERE id > 0 -- ⟨U+001B⟩[2K⟨U+0008, 12 times⟩")
+
+
+# What JSON leaves as it is but a terminal acts on or draws out of order: DEL, an 8-bit CSI (a control sequence),
+# a right-to-left override and isolate, a line separator; and one beyond the BMP (a tag character).
+TERMINAL_CONTROLS = "\x7f\u009b\u202e\u2066\u2028\U000e0001"
+
+
+async def test_json_listing_and_export_escape_what_a_terminal_would_act_on(demo_db: Path) -> None:
+    """`list --json` and `export` wrote DEL, C1 controls, bidi controls and line separators from the client's
+    name and SQL raw to the auditor's terminal (json.dumps escapes only the C0 controls)."""
+    name = Implementation(name=f"agent{TERMINAL_CONTROLS}", version="1.0")
+    query = f"DELETE FROM invoices WHERE id > 0 -- {TERMINAL_CONTROLS}"
+    async with (
+        in_process_server(demo_db) as (server, _),
+        Client(server, mode="legacy", elicitation_callback=Responder(action="decline"), client_info=name) as client,
+    ):
+        await client.call_tool("execute_query", {"query": query})
+    audit = str(demo_db.parent / "audit.db")
+    listed = run_audit("list", "--json", "--audit-db", audit)
+    exported = run_audit("export", "--audit-db", audit)
+    for result in (listed, exported):
+        assert result.returncode == 0, result.stderr
+        assert not set(TERMINAL_CONTROLS) & set(result.stdout), repr(result.stdout)
+    records = [json.loads(line) for line in exported.stdout.splitlines()]
+    assert json.loads(listed.stdout) == records
+    assert [(record["decision"], record["sql"], record["caller"]) for record in records] == [
+        ("requested", query, f"{name.name} 1.0"),
+        ("declined", query, f"{name.name} 1.0"),
+    ]  # the same text, escaped
+    for record in records:
+        assert chain_hash({key: value for key, value in record.items() if key != "hash"}) == record["hash"]
 
 
 @pytest.mark.parametrize("moment", ["9999-12-31T23:00-02:00", "0001-01-01T00:30+01:00"])

@@ -8,7 +8,6 @@ was invalid. `--audit-db` is an SQLite file path or a postgresql:// URL (see `sa
 from __future__ import annotations
 
 import functools
-import json
 import os
 import sys
 from collections.abc import Callable, Iterator
@@ -21,7 +20,7 @@ import click
 
 from safedb.approval.display import visible_statement
 from safedb.audit.events import AuditDecision
-from safedb.audit.export import write_jsonl
+from safedb.audit.export import visible_json, write_jsonl
 from safedb.audit.open import is_postgres_url, open_audit_store
 from safedb.audit.records import AuditRecord, parse_time
 from safedb.audit.store import AuditQuery, AuditStore
@@ -205,7 +204,7 @@ def list_records(
     with _opened(location) as store, _pipe_safe():
         records = list(store.records(query))
         if as_json:
-            click.echo(json.dumps([record.to_dict() for record in records], ensure_ascii=False, indent=2))
+            click.echo(visible_json([record.to_dict() for record in records], indent=2))
         elif not records:
             click.echo("No audit records match.", err=True)
         else:
