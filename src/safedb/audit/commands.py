@@ -20,7 +20,7 @@ import click
 
 from safedb.approval.display import visible_statement
 from safedb.audit.events import AuditDecision
-from safedb.audit.export import visible_json, write_jsonl
+from safedb.audit.export import write_jsonl
 from safedb.audit.open import is_postgres_url, open_audit_store
 from safedb.audit.records import AuditRecord, parse_time
 from safedb.audit.store import AuditQuery, AuditStore
@@ -29,6 +29,7 @@ from safedb.cli_options import VariableOption
 from safedb.config_file import load_settings
 from safedb.errors import ConfigurationError, SafeDBError
 from safedb.settings import Settings, default_data_dir
+from safedb.terminal_json import visible_json
 
 F = TypeVar("F", bound=Callable[..., Any])
 

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import re
-import unicodedata
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -14,7 +12,6 @@ from safedb.client.arguments import schema_properties
 from safedb.client.sanitize import clean_text
 
 _CELL_WIDTH = 60
-_NOT_PRINTABLE_ASCII = re.compile(r"[^\n\x20-\x7e]")
 
 
 def render_result(result: CallToolResult) -> str:
@@ -36,26 +33,6 @@ def render_result(result: CallToolResult) -> str:
 def result_json(result: CallToolResult) -> dict[str, Any]:
     """The result as JSON for scripts, in the protocol's own field names."""
     return result.model_dump(mode="json", by_alias=True, exclude_none=True)
-
-
-def json_text(value: object) -> str:
-    """`value` as indented JSON that is safe to print in a terminal and reads back exactly as it was.
-
-    Server text stays as written, but what a terminal would act on or draw as nothing (controls, C1 such as the
-    8-bit CSI, bidi and other format characters, line separators, spaces other than the ASCII one, private use
-    and unassigned code points) is written as a `\\u` escape, as JSON allows inside any string; other text
-    (`café`, `日本`) stays readable.
-    """
-    return _NOT_PRINTABLE_ASCII.sub(_escape_unless_visible, json.dumps(value, indent=2, ensure_ascii=False))
-
-
-def _escape_unless_visible(found: re.Match[str]) -> str:
-    # json.dumps writes such characters only inside strings (it escapes the C0 controls itself), so an escape is
-    # valid wherever one is found.
-    character = found[0]
-    if unicodedata.category(character)[0] not in "CZ":
-        return character
-    return json.dumps(character)[1:-1]  # ensure_ascii: \uXXXX, as a surrogate pair beyond the BMP
 
 
 def render_error(error: ErrorData) -> str:

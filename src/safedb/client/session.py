@@ -22,8 +22,9 @@ from pydantic import ValidationError
 from safedb.client.arguments import ArgumentError, parse_arguments
 from safedb.client.connection import Connection
 from safedb.client.interrupts import Interrupted, cancelled_by
-from safedb.client.results import describe_tools, error_json, json_text, render_error, render_result, result_json
+from safedb.client.results import describe_tools, error_json, render_error, render_result, result_json
 from safedb.client.sanitize import clean_text
+from safedb.terminal_json import visible_json
 
 logger = logging.getLogger(__name__)
 
@@ -111,9 +112,9 @@ class CommandRunner:
         except MCPError as exc:
             if exc.code == CONNECTION_CLOSED:
                 raise  # not an answer from the server: it is gone
-            self.write(json_text(error_json(exc.error)) if self._json_output else render_error(exc.error))
+            self.write(visible_json(error_json(exc.error), indent=2) if self._json_output else render_error(exc.error))
             return CommandOutcome(ok=False)
-        self.write(json_text(result_json(result)) if self._json_output else render_result(result))
+        self.write(visible_json(result_json(result), indent=2) if self._json_output else render_result(result))
         return CommandOutcome(ok=not result.is_error)
 
 
