@@ -70,6 +70,7 @@ def parse_requested_schema(schema: Mapping[str, Any]) -> ElicitationForm:
 def _parse_field(name: str, spec: Any, required: bool) -> FormField:
     if not isinstance(spec, Mapping):
         raise UnsupportedSchema(f"property {name!r} is not a schema object")
+    spec = _without_null(spec)
     kind_name = spec.get("type")
     common: dict[str, Any] = {
         "name": name,
@@ -101,6 +102,32 @@ def _parse_field(name: str, spec: Any, required: bool) -> FormField:
     if "default" in spec:
         field = _with_default(field, spec["default"])
     return field
+
+
+def _without_null(spec: Mapping[str, Any]) -> Mapping[str, Any]:
+    """The property with null taken out of the types it allows.
+
+    Pydantic writes an optional field `x: str | None = None` as `{"anyOf": [{"type": "string"}, {"type":
+    "null"}], "default": null}` (or `"type": ["string", "null"]`), and servers built on it, such as the Python
+    SDK 1.x, send that as it is. The client never sends null (it leaves an optional field out instead), so such
+    a property is asked as the other type; every answer to that is an answer to the property.
+    """
+    options = [keyword for keyword in ("anyOf", "oneOf") if keyword in spec]
+    if isinstance(spec.get("type"), list) and "null" in spec["type"]:
+        types = [kind for kind in spec["type"] if kind != "null"]
+        spec = {**spec, "type": types[0] if len(types) == 1 else types}
+    elif options in (["anyOf"], ["oneOf"]):
+        branches = spec[options[0]]
+        others = [branch for branch in branches if branch != {"type": "null"}] if isinstance(branches, list) else []
+        if len(others) != 1 or len(others) == len(branches) or not isinstance(others[0], Mapping):
+            return spec
+        outer = {keyword: value for keyword, value in spec.items() if keyword != options[0]}
+        spec = {**others[0], **outer}  # the outer title, description and default describe the field
+    else:
+        return spec
+    if "default" in spec and spec["default"] is None:  # "no default", not a default the client could send
+        spec = {keyword: value for keyword, value in spec.items() if keyword != "default"}
+    return spec
 
 
 def _string_field(name: str, spec: Mapping[str, Any], common: dict[str, Any]) -> FormField:
