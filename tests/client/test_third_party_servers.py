@@ -15,15 +15,23 @@ from typing import Any
 
 import anyio
 import pytest
+from mcp.client.client import Client
 
+from safedb.client import elicitation_handler
 from safedb.client.connection import connect
 from safedb.client.form import TerminalAnswerer
 from safedb.client.targets import http_target
 from tests.client.test_client_redteam import safedb
 from tests.client.test_terminal_form import lines, terminal
-from tests.client.third_party.servers import mcp_v1_server, serving
+from tests.client.third_party.servers import mcp_v1_server, serving, ts_sdk_server
 
 pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def ts_url() -> Iterator[str]:
+    with serving(ts_sdk_server()) as url:
+        yield url
 
 
 @pytest.fixture(scope="module")
@@ -67,3 +75,65 @@ def test_optional_fields_of_a_python_sdk_1_server_are_answered_by_rules_over_std
     done = safedb("call", "--answers", too_many, "--stdio", command, "book")
     assert json.loads(done.stdout) == {"action": "cancel"}
     assert "guests: Input should be less than or equal to 8" in done.stderr
+
+
+# -- TypeScript SDK 1.x: formats checked by AJV on the server -----------------------------------------------------
+
+
+async def ask(url: str, spec: dict[str, Any], value: Any) -> Any:
+    """Ask the TypeScript server for one required field `f`; the program answers `value`."""
+
+    async def answer(question: Any) -> dict[str, Any]:
+        return {"f": value}
+
+    schema = {"type": "object", "properties": {"f": spec}, "required": ["f"]}
+    async with Client(url, mode="legacy", elicitation_callback=elicitation_handler(answer)) as client:
+        with anyio.fail_after(30):
+            result = await client.call_tool("ask", {"schema": schema})
+    return result.structured_content
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(
+    ("spec", "value", "sent"),
+    [
+        ({"type": "string", "format": "email"}, "ada.lovelace+mcp@example.org", True),
+        ({"type": "string", "format": "email"}, "ü@example.org", False),  # that is format idn-email
+        ({"type": "string", "format": "email"}, "ada..lovelace@example.org", False),
+        ({"type": "string", "format": "email"}, ".ada@example.org", False),
+        ({"type": "string", "format": "email"}, "ada\x07@example.org", False),
+        ({"type": "string", "format": "email"}, "ada@exa..mple.org", False),
+        ({"type": "string", "format": "uri"}, "https://example.org/%C3%A4?q=1#top", True),
+        ({"type": "string", "format": "uri"}, "urn:isbn:0451450523", True),
+        ({"type": "string", "format": "uri"}, "https://example.org/ä", False),  # an IRI, not a URI
+        ({"type": "string", "format": "uri"}, "https://example.org/100%", False),
+        ({"type": "string", "format": "uri"}, "https://example.org/{id}", False),
+    ],
+)
+async def test_formats_are_checked_as_the_typescript_sdk_checks_them(
+    ts_url: str, spec: dict[str, Any], value: str, sent: bool
+) -> None:
+    # An answer the server's check refuses would fail the whole tool call; the client cancels instead.
+    expected = {"action": "accept", "content": {"f": value}} if sent else {"action": "cancel", "content": None}
+    assert await ask(ts_url, spec, value) == expected
+
+
+# -- TypeScript SDK 1.x: what held up, kept so -------------------------------------------------------------------
+
+
+def test_a_typescript_sdk_server_over_stdio_notifications_requests_and_url_mode(tmp_path: Path) -> None:
+    command = shlex.join([*ts_sdk_server(), "--stdio"])
+    # Progress and log notifications, sampling and roots requests the client did not declare: the call goes on.
+    done = safedb("call", "--json", "--decline-all", "--stdio", command, "busy")
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)
+    assert [block["type"] for block in result["content"]] == ["text", "image", "resource_link", "resource"]
+    assert set(result["structuredContent"]["outcomes"].values()) == {"error -32600"}
+    # URLElicitationRequiredError (-32042): declined, the error is shown; consented, the call is retried once the
+    # server reports the page complete.
+    done = safedb("call", "--decline-all", "--stdio", command, "needs_url")
+    assert done.returncode == 1
+    assert done.stdout.strip() == "Error from the server: MCP error -32042: URL elicitation required"
+    consent = answers_file(tmp_path, [{"mode": "url", "action": "accept"}])
+    done = safedb("call", "--answers", consent, "--stdio", command, "needs_url")
+    assert (done.returncode, done.stdout.strip()) == (0, "page was completed; the call goes through")

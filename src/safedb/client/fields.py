@@ -24,8 +24,13 @@ _SECRET_WORDS = re.compile(
     re.IGNORECASE,
 )
 _CAMEL_CASE = re.compile(r"(?<=[a-z])(?=[A-Z])")
-_EMAIL = re.compile(r"^[^@\s<>()\[\],;:\"]+@[A-Za-z0-9](?:[A-Za-z0-9.-]*[A-Za-z0-9])?$")
+_ATOM = r"[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+"
+_LABEL = r"[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?"
+_EMAIL = re.compile(rf"^{_ATOM}(?:\.{_ATOM})*@{_LABEL}(?:\.{_LABEL})*$")
+"""RFC 5321's mailbox with a dot-atom local part (ASCII: non-ASCII addresses are format idn-email) and a host name."""
 _URI_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*$")
+_URI_CHARACTERS = re.compile(r"^(?:[A-Za-z0-9\-._~:/?#\[\]@!$&'()*+,;=]|%[0-9A-Fa-f]{2})*$")
+"""RFC 3986: what a URI may hold, a % only as the start of a percent-encoded byte (non-ASCII makes it an IRI)."""
 _FULL_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 _DATE_TIME = re.compile(r"^\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})$")
 _LINE_BREAK = re.compile("[\n\r\u2028\u2029]")
@@ -313,6 +318,11 @@ def _uri(value: str) -> str:
         or any(c.isspace() or not c.isprintable() for c in value)
     ):
         raise ValueError("must be a URI with a scheme, like https://example.com/page")
+    if not _URI_CHARACTERS.fullmatch(value):
+        # Servers check the format strictly (the TypeScript SDK refuses such an answer, failing the call).
+        raise ValueError(
+            "must be a URI: letters other than ASCII and some symbols go percent-encoded, like %C3%A4 for ä"
+        )
     if not (parts.netloc or parts.path):
         raise ValueError("must be a URI with something after the scheme")
     return value
