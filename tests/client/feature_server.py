@@ -186,6 +186,13 @@ def build_server() -> MCPServer:
         )
         return result.action
 
+    async def log_and_echo(text: str, ctx: Context[Any, Any]) -> str:
+        """Send log messages at three levels (one an object, from a named logger), then return the text."""
+        await ctx.log("info", "only for the curious")
+        await ctx.log("warning", "the cache is cold")
+        await ctx.log("error", {"code": 7, "detail": "\x1b[31mred"}, logger_name="db")
+        return text
+
     def echo(text: str, count: int = 1, loud: bool = False) -> str:
         """Return the text, repeated; no questions asked."""
         return " ".join([text.upper() if loud else text] * count)
@@ -200,6 +207,7 @@ def build_server() -> MCPServer:
         ask_url,
         needs_authorization,
         ask_then_exit,
+        log_and_echo,
         echo,
     )
     for tool in tools:

@@ -125,6 +125,16 @@ def test_a_tools_json_rpc_error_is_reported_as_the_servers_answer(server_url: st
     }
 
 
+@pytest.mark.parametrize("era", ERAS)
+def test_the_servers_warnings_and_errors_are_shown_one_clean_line_each(server_url: str, era: str) -> None:
+    result = safedb("call", "--era", era, server_url, "log_and_echo", "text=done")
+    assert (result.returncode, result.stdout.strip()) == (0, "done"), result.stderr
+    assert result.stderr.splitlines() == [
+        f"Warning: {server_url} logs: the cache is cold",
+        f'Error: {server_url} (db) logs: {{"code": 7, "detail": "\\u001b[31mred"}}',
+    ]
+
+
 def test_a_stdio_server_printing_other_things_on_stdout_gets_one_warning_line() -> None:
     command = shlex.join([*FEATURE_SERVER, "--stdio", "--banner", "Starting the server v1"])
     result = safedb("call", "--stdio", command, "echo", "text=hello")

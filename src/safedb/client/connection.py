@@ -7,6 +7,7 @@ result set can exceed 1 MiB in one SSE event.
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
@@ -29,6 +30,8 @@ from mcp_types import (
     ElicitRequestParams,
     ElicitResult,
     Implementation,
+    LoggingLevel,
+    LoggingMessageNotificationParams,
     Tool,
 )
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
@@ -42,6 +45,8 @@ from safedb.client.server_stderr import stdio_transport
 from safedb.client.targets import HttpTarget, Target
 
 logger = logging.getLogger(__name__)
+server_log = logging.getLogger("safedb.client.server_log")
+"""Where the log messages servers send go, each at its level (the commands show warnings and above)."""
 
 INPUT_REQUIRED_MAX_ROUNDS = 1000
 """Input rounds one 2026-07-28 call may take (the SDK stops at 10)."""
@@ -56,6 +61,20 @@ SESSION_END_TIMEOUT = 5.0
 """Seconds to wait for the server to answer the DELETE that ends an HTTP session, as the client leaves."""
 URL_COMPLETION_TIMEOUT = 900.0
 """Seconds to wait for a URL-mode completion notification before retrying a call anyway."""
+
+SERVER_LOG_LEVEL: LoggingLevel = "warning"
+"""The least severe log messages a 2026-07-28 server is asked to send (it sends none unless asked)."""
+_LOG_LEVELS = {
+    "debug": logging.DEBUG,
+    "info": logging.INFO,
+    "notice": logging.INFO,
+    "warning": logging.WARNING,
+    "error": logging.ERROR,
+    "critical": logging.CRITICAL,
+    "alert": logging.CRITICAL,
+    "emergency": logging.CRITICAL,
+}
+_LOG_MESSAGE_CHARACTERS = 1000
 
 ERA_MODES = {"auto": "auto", "handshake": "legacy", "2026-07-28": "auto"}
 """SDK connect modes. 2026-07-28 probes too (rather than adopting the version blindly), so that the server's
@@ -161,6 +180,15 @@ class Connection:
             self.completions.append(elicitation_id)
             self._completed.setdefault(elicitation_id, anyio.Event()).set()
 
+    async def log_from_server(self, params: LoggingMessageNotificationParams) -> None:
+        """A log message from the server, recorded on `server_log` at its level (a server's warnings and errors
+        say why a call went wrong; the SDK would drop them)."""
+        text = params.data if isinstance(params.data, str) else json.dumps(params.data, ensure_ascii=False)
+        if len(text) > _LOG_MESSAGE_CHARACTERS:
+            text = text[: _LOG_MESSAGE_CHARACTERS - 3] + "..."
+        source = self.target.describe() + (f" ({params.logger})" if params.logger else "")
+        server_log.log(_LOG_LEVELS.get(params.level, logging.WARNING), "%s logs: %s", source, text)
+
     async def _complete_required_urls(self, error: MCPError) -> bool:
         try:
             required = ElicitationRequiredErrorData.model_validate(error.error.data)
@@ -217,6 +245,8 @@ async def connect(target: Target, answerer: Answerer, era: str = "auto") -> Asyn
             mode=ERA_MODES[era],
             elicitation_callback=connection.elicitation_callback,
             message_handler=connection.message_handler,
+            logging_callback=connection.log_from_server,
+            log_level=SERVER_LOG_LEVEL,
             input_required_max_rounds=INPUT_REQUIRED_MAX_ROUNDS,
             read_timeout_seconds=REQUEST_TIMEOUT,
             client_info=Implementation(name="safedb-client", version=__version__),
