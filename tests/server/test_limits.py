@@ -81,3 +81,53 @@ async def test_cancelled_call_interrupts_the_query_and_frees_the_connection(demo
             result = await client.call_tool("execute_query", {"query": "SELECT count(*) FROM users"})
     assert result.structured_content is not None
     assert result.structured_content["rows"] == [[5]]
+
+
+# Calls `printf`, so it runs on a reader in a worker thread, never on the event loop's own connection.
+SMALL_READ_IN_A_THREAD = "SELECT printf('%d', count(*)) FROM users"
+
+
+async def test_reads_still_waiting_for_a_reader_when_their_call_ends_never_run(demo_db: Path) -> None:
+    """Five endless reads at once on one reader: four wait for it. Each call ends at its time limit; the reads
+    that waited must not run afterwards (each for a whole time limit more, one after the other), holding the
+    reader from the calls that come later."""
+    limits = QueryLimits(statement_timeout=1)
+    async with in_process_server(demo_db, limits=limits, readers=1) as (server, _):
+        errors: list[str] = []
+
+        async def endless() -> None:
+            async with Client(server) as client:
+                result = await client.call_tool("execute_query", {"query": ENDLESS})
+            assert result.is_error
+            errors.append(result.content[0].text)  # type: ignore[union-attr]
+
+        with anyio.fail_after(30):
+            async with anyio.create_task_group() as group:
+                for _ in range(5):
+                    group.start_soon(endless)
+            async with Client(server) as client:
+                result = await client.call_tool("execute_query", {"query": SMALL_READ_IN_A_THREAD})
+    assert len(errors) == 5
+    assert all("1 s time limit" in error for error in errors), errors
+    assert result.structured_content is not None, result.content
+    assert result.structured_content["rows"] == [["5"]]
+
+
+async def test_reads_of_cancelled_calls_still_waiting_for_a_reader_never_run(demo_db: Path) -> None:
+    limits = QueryLimits(statement_timeout=20)
+    async with in_process_server(demo_db, limits=limits, readers=1) as (server, _):
+
+        async def endless_given_up() -> None:
+            async with Client(server) as client:
+                with anyio.move_on_after(1):
+                    await client.call_tool("execute_query", {"query": ENDLESS})
+
+        async with anyio.create_task_group() as group:
+            for _ in range(5):
+                group.start_soon(endless_given_up)
+        # The only reader must be free again long before the four waiting reads' 20 s limits.
+        with anyio.fail_after(5):
+            async with Client(server) as client:
+                result = await client.call_tool("execute_query", {"query": SMALL_READ_IN_A_THREAD})
+    assert result.structured_content is not None
+    assert result.structured_content["rows"] == [["5"]]

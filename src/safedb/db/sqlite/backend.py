@@ -9,6 +9,7 @@ import math
 import os
 import queue
 import sqlite3
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -165,6 +166,8 @@ class SqliteDatabase:
         """
         held: list[GuardedConnection] = []
         token = connections.HELD_CONNECTIONS.set(held)
+        call = connections.CallTime(math.inf if interrupt_after is None else time.monotonic() + interrupt_after)
+        call_token = connections.CALL_TIME.set(call)
         timer = None
         if interrupt_after is not None:
             timer = asyncio.get_running_loop().call_later(interrupt_after, _interrupt, held)
@@ -180,7 +183,10 @@ class SqliteDatabase:
         finally:
             if timer is not None:
                 timer.cancel()
+            if interrupt_after is not None:
+                call.end_now()  # work of this call still waiting for a connection gives up when it gets one
             connections.HELD_CONNECTIONS.reset(token)
+            connections.CALL_TIME.reset(call_token)
 
     def _inline(
         self, connection: GuardedConnection, work: Callable[[sqlite3.Connection], T], time_limit: float | None = None
@@ -412,8 +418,12 @@ def _pool(members: list[GuardedConnection]) -> queue.SimpleQueue[GuardedConnecti
 
 @contextmanager
 def _session_from(pool: queue.SimpleQueue[GuardedConnection], seconds: float) -> Iterator[sqlite3.Connection]:
-    """A session on a connection taken from `pool` (waiting for one to be free), given back afterwards."""
-    member = pool.get()
+    """A session on a connection taken from `pool` (waiting for one to be free, until the call's deadline),
+    given back afterwards."""
+    try:
+        member = pool.get(timeout=(connections.CALL_TIME.get() or connections.CallTime()).left())
+    except queue.Empty:
+        raise QueryTimeout(seconds) from None
     try:
         with member.session(seconds) as connection:
             yield connection

@@ -10,6 +10,7 @@ reads, nothing else.
 
 from __future__ import annotations
 
+import math
 import sqlite3
 import threading
 import time
@@ -53,6 +54,27 @@ _ALWAYS_REFUSED_ON_READERS = frozenset(
 # SQLite (see `SqliteDatabase._in_thread`). Worker threads run in a copy of the caller's context and share
 # the list.
 HELD_CONNECTIONS: ContextVar[list[GuardedConnection] | None] = ContextVar("held_connections", default=None)
+
+
+class CallTime:
+    """When the current call ends: its time limit, counted from its start, or sooner if it ends sooner (see
+    `SqliteDatabase._in_thread`). Work waits for a connection no longer than that, and runs no longer: work
+    left behind by a call that has ended must not take a connection later and run a whole time limit of its
+    own, while the calls that came after it wait for that connection."""
+
+    def __init__(self, ends: float = math.inf) -> None:
+        self.ends = ends
+
+    def end_now(self) -> None:
+        self.ends = min(self.ends, time.monotonic())
+
+    def left(self) -> float | None:
+        """Seconds left (0 once past), or None when the call has no time limit."""
+        return None if math.isinf(self.ends) else max(0.0, self.ends - time.monotonic())
+
+
+# The current call's time, shared with its worker thread like HELD_CONNECTIONS; None: no time limit.
+CALL_TIME: ContextVar[CallTime | None] = ContextVar("call_time", default=None)
 
 Authorizer = Callable[[int, str | None, str | None, str | None, str | None], int]
 
@@ -106,8 +128,14 @@ class GuardedConnection:
         Work that stops inside a transaction (even while rolling it back) is rolled back here: a session
         never leaves a transaction open, nor the write lock held.
         """
-        with self._lock:
-            self._deadline = time.monotonic() + seconds
+        call = CALL_TIME.get() or CallTime()
+        left = call.left()
+        if not self._lock.acquire(timeout=-1 if left is None else left):
+            raise QueryTimeout(seconds)
+        try:
+            if call.left() == 0:
+                raise QueryTimeout(seconds)
+            self._deadline = min(time.monotonic() + seconds, call.ends)
             self.connection.set_progress_handler(self._past_deadline, self._progress_steps)
             held = HELD_CONNECTIONS.get()
             if held is not None:
@@ -129,6 +157,8 @@ class GuardedConnection:
                 roll_back(self.connection)
                 if not self._keeps_authorizer:
                     self.connection.set_authorizer(self.default_authorizer)
+        finally:
+            self._lock.release()
 
     def interrupt_for(self, holder: list[GuardedConnection]) -> None:
         """Stop SQLite's work on this connection (at its next step) if the call that `holder` stands for
