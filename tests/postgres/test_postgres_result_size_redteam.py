@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import pytest
 
+from safedb.db.backend import QueryLimits
+from safedb.db.postgres.backend import PostgresDatabase
 from safedb.db.postgres.connections import MAX_MESSAGE_CHARS
 from safedb.errors import QueryFailed
 from tests.postgres.conftest import PgDatabase
@@ -69,6 +71,33 @@ async def test_server_messages_quoting_large_values_are_passed_on_bounded(pg: Pg
         )
         assert any("invalid input syntax" in line for line in impact.lines), impact.lines
         assert all(len(line) < MAX_MESSAGE_CHARS + 200 for line in impact.lines)
+    finally:
+        await database.aclose()
+
+
+async def test_a_session_that_received_a_large_server_message_is_replaced(pg: PgDatabase) -> None:
+    """libpq keeps the buffers it grew to receive a message for the rest of the session: a read failing with a
+    message that quotes 400 MB (`SELECT repeat('x', 400000000)::int`) left some 800 MB held by its pooled
+    session for as long as the server ran, one such session per reader and writer. A session that received a
+    message over a megabyte is now closed, and the pool opens another; short messages keep their session."""
+    database = PostgresDatabase(pg.reader_url(), QueryLimits(), writer_dsn=pg.writer_url(), readers=1, writers=1)
+
+    async def session() -> object:
+        return (await database.read(await database.classify("SELECT pg_backend_pid()"))).rows[0][0]
+
+    async def fails(sql: str) -> None:
+        with pytest.raises(QueryFailed, match="invalid input syntax for type integer"):
+            await database.read(await database.classify(sql))
+
+    try:
+        first = await session()
+        await fails("SELECT 'x'::int")
+        assert await session() == first
+        await fails("SELECT repeat('x', 2000000)::int")
+        second = await session()
+        assert second != first
+        await fails("SELECT repeat('x', 1000)::int")
+        assert await session() == second
     finally:
         await database.aclose()
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import select
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Iterator, Mapping
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any
 
@@ -273,7 +273,7 @@ class Pools:
     async def reader(self) -> AsyncIterator[Connection]:
         reader, _ = await self._ensure_open()
         try:
-            async with reader.connection() as connection:
+            async with reader.connection() as connection, _closed_after_a_large_message(connection):
                 yield connection
         except PoolTimeout as exc:
             raise QueryFailed("No read-only database connection became free in time; try again.") from exc
@@ -282,7 +282,7 @@ class Pools:
     async def writer(self) -> AsyncIterator[Connection]:
         _, writer = await self._ensure_open()
         try:
-            async with writer.connection() as connection:
+            async with writer.connection() as connection, _closed_after_a_large_message(connection):
                 yield connection
         except PoolTimeout as exc:
             raise QueryFailed("No writer database connection became free in time; try again.") from exc
@@ -291,6 +291,32 @@ class Pools:
         pools, self._pools = self._pools, None
         for pool in pools or ():
             await pool.close()
+
+
+@asynccontextmanager
+async def _closed_after_a_large_message(connection: Connection) -> AsyncIterator[None]:
+    """Close the session when the work on it fails with a large server message, so that the pool replaces it.
+    PostgreSQL quotes values in messages whole (`SELECT repeat('x', 400000000)::int`), and libpq keeps the
+    buffers it grew to receive one for as long as the session lasts: some 800 MB for that one message, held
+    by each pooled session that ever received such a message, until the server stopped."""
+    try:
+        yield
+    except Exception as exc:
+        if any(isinstance(error, psycopg.Error) and len(str(error)) > LARGE_MESSAGE_CHARS for error in _chain(exc)):
+            await connection.close()
+        raise
+
+
+LARGE_MESSAGE_CHARS = 1024 * 1024
+"""A server message longer than this closes the session it came on (see `_closed_after_a_large_message`)."""
+
+
+def _chain(exc: BaseException) -> Iterator[BaseException]:
+    """`exc` and the exceptions it was raised from."""
+    seen: BaseException | None = exc
+    while seen is not None:
+        yield seen
+        seen = seen.__cause__ or seen.__context__
 
 
 MAX_MESSAGE_CHARS = 2000
