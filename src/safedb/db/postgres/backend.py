@@ -45,6 +45,10 @@ logger = logging.getLogger(__name__)
 
 _CURSOR_NAME = "safedb_read"
 
+# Statements up to this long are analysed on the event loop (a millisecond or two at most, and remembered);
+# longer ones in a worker thread, one at a time (see `PostgresDatabase._analyzed`).
+_INLINE_STATEMENT_CHARS = 1000
+
 
 class _TooWideToGuard(Exception):
     """The statement returns PostgreSQL's most columns (1,664): the size guard's own column is one too many."""
@@ -71,13 +75,26 @@ class PostgresDatabase:
         self.limits = limits
         self._pools = Pools(reader_dsn, writer_dsn or reader_dsn, readers=readers, writers=writers)
         self._label = label or f"postgresql {describe_dsn(writer_dsn or reader_dsn)}"
+        self._long_analyses: anyio.CapacityLimiter | None = None
 
     @property
     def label(self) -> str:
         return self._label
 
+    async def _analyzed(self, sql: str) -> PostgresStatement:
+        """`analyze_statement(sql)`, off the event loop when the statement is long: analysing one of 1,000,000
+        characters takes seconds of Python (parsing it, walking its tree), and four such reads at once held up
+        every other call of the server, other sessions' reads and approvals alike, for 16 s. One at a time,
+        since each holds the tree of a whole statement."""
+        if len(sql) <= _INLINE_STATEMENT_CHARS:
+            return analyze_statement(sql)
+        if self._long_analyses is None:
+            self._long_analyses = anyio.CapacityLimiter(1)
+        with _client_deadline(self.limits.statement_timeout):
+            return await anyio.to_thread.run_sync(analyze_statement, sql, limiter=self._long_analyses)
+
     async def classify(self, sql: str) -> Classification:
-        statement = analyze_statement(sql)
+        statement = await self._analyzed(sql)
         tables = quoted_tables(statement.classification)
         if not (statement.functions or statement.operators or statement.relations or statement.types or tables):
             return statement.classification
@@ -96,7 +113,7 @@ class PostgresDatabase:
     async def read(self, classification: Classification) -> ResultSet:
         if not classification.read_only:
             raise ValueError("read() takes read-only statements only")
-        statement = analyze_statement(classification.statement)
+        statement = await self._analyzed(classification.statement)
         if not statement.classification.read_only:
             raise ValueError("read() takes read-only statements only")
         try:
@@ -134,11 +151,11 @@ class PostgresDatabase:
         return result
 
     async def preview(self, classification: Classification) -> Impact:
-        statement = analyze_statement(classification.statement)
+        statement = await self._analyzed(classification.statement)
         return await measure_impact(self._pools, statement, classification, self.limits)
 
     async def write(self, approved: Classification, approved_rows: int | None = None) -> WriteOutcome:
-        statement = analyze_statement(approved.statement)
+        statement = await self._analyzed(approved.statement)
         seconds = self.limits.statement_timeout
         if statement.in_transaction:
             with _client_deadline(seconds):
