@@ -131,3 +131,19 @@ async def test_reads_of_cancelled_calls_still_waiting_for_a_reader_never_run(dem
                 result = await client.call_tool("execute_query", {"query": SMALL_READ_IN_A_THREAD})
     assert result.structured_content is not None
     assert result.structured_content["rows"] == [["5"]]
+
+
+async def test_the_byte_cap_counts_values_as_json_sends_them(demo_db: Path) -> None:
+    """500,000 control characters are 500,000 characters but 3 MB of JSON (`\\u0001` each), and as many emoji
+    2 MB: both came back whole under a cap of 512 KiB, which counted characters."""
+    async with in_process_server(demo_db) as (server, _), Client(server) as client:
+        for character in (1, 0x1F600):
+            sql = f"SELECT replace(printf('%.*c', 500000, 'x'), 'x', char({character})) AS v"
+            result = await client.call_tool("execute_query", {"query": sql})
+            assert result.structured_content is not None
+            assert result.structured_content["truncated"] is True, character
+            assert result.structured_content["rows"] == [], character
+        plain = await client.call_tool("execute_query", {"query": "SELECT printf('%.*c', 500000, 'x') AS v"})
+    assert plain.structured_content is not None
+    assert plain.structured_content["truncated"] is False
+    assert len(plain.structured_content["rows"][0][0]) == 500000
