@@ -110,6 +110,14 @@ async def _ask_forms(
     return answers_result({key: results[key] for key in questions})
 
 
+async def log_and_echo(text: str, ctx: Context[Any, Any]) -> str:
+    """Send log messages at three levels (one an object, from a named logger), then return the text."""
+    await ctx.log("info", "only for the curious")
+    await ctx.log("warning", "the cache is cold")
+    await ctx.log("error", {"code": 7, "detail": "\x1b[31mred"}, logger_name="db")
+    return text
+
+
 def build_server() -> MCPServer:
     server = MCPServer(name="Feature Server", instructions="Asks for every elicitation schema feature.")
 
@@ -185,13 +193,6 @@ def build_server() -> MCPServer:
             "The server stops while you answer", CONFIRM_SCHEMA, related_request_id=ctx.request_id
         )
         return result.action
-
-    async def log_and_echo(text: str, ctx: Context[Any, Any]) -> str:
-        """Send log messages at three levels (one an object, from a named logger), then return the text."""
-        await ctx.log("info", "only for the curious")
-        await ctx.log("warning", "the cache is cold")
-        await ctx.log("error", {"code": 7, "detail": "\x1b[31mred"}, logger_name="db")
-        return text
 
     def echo(text: str, count: int = 1, loud: bool = False) -> str:
         """Return the text, repeated; no questions asked."""

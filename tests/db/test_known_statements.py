@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sqlite3
+from contextlib import closing
 from pathlib import Path
 
 import pytest
@@ -19,9 +20,8 @@ pytestmark = pytest.mark.anyio
 @pytest.fixture
 def database_path(tmp_path: Path) -> Path:
     path = tmp_path / "cache.db"
-    with sqlite3.connect(path) as connection:
+    with closing(sqlite3.connect(path)) as connection, connection:
         connection.executescript("CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT); CREATE VIEW w AS SELECT id FROM t;")
-    connection.close()
     return path
 
 

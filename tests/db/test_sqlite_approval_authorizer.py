@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sqlite3
+from contextlib import closing
 from pathlib import Path
 
 import pytest
@@ -22,7 +23,8 @@ ANALYZE;
 @pytest.fixture
 def database(tmp_path: Path) -> Path:
     path = tmp_path / "approved.db"
-    sqlite3.connect(path).executescript(SETUP)
+    with closing(sqlite3.connect(path)) as setup:
+        setup.executescript(SETUP)
     return path
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import AsyncIterator, Callable
+from contextlib import closing
 from pathlib import Path
 
 import pytest
@@ -65,5 +66,5 @@ async def test_a_dry_run_cannot_reach_the_stored_call(database: SqliteDatabase, 
 
     assert impact.rows_affected is None
     assert "the dry run did not finish" in impact.lines[0]
-    with sqlite3.connect(path) as check:
+    with closing(sqlite3.connect(path)) as check, check:
         assert check.execute("SELECT count(*) FROM log").fetchone() == (0,)

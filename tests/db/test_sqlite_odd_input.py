@@ -4,6 +4,7 @@ last one (`SELECT 1;;`)."""
 from __future__ import annotations
 
 import sqlite3
+from contextlib import closing
 from pathlib import Path
 
 import pytest
@@ -51,7 +52,7 @@ async def test_a_change_returning_text_that_is_not_utf8_is_measured_and_runs(lat
         assert outcome.returned.rows == (("caf\ufffd",),)
     finally:
         await database.aclose()
-    with sqlite3.connect(latin1_database) as connection:
+    with closing(sqlite3.connect(latin1_database)) as connection, connection:
         assert connection.execute("SELECT count(*) FROM items").fetchone() == (2,)
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import AsyncIterator
+from contextlib import closing
 from pathlib import Path
 
 import pytest
@@ -112,7 +113,7 @@ async def test_a_table_redefined_to_replace_while_the_person_decides_stops_the_c
     classification = await served.classify("INSERT INTO accounts (email) VALUES ('c@example.com')")
     impact = await served.preview(classification)
     assert impact.rows_affected == 1
-    with sqlite3.connect(path) as other:
+    with closing(sqlite3.connect(path)) as other, other:
         other.executescript(
             """
             DROP TRIGGER events_sync;

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import sqlite3
 import time
+from collections.abc import Iterator
+from contextlib import closing
 from pathlib import Path
 
 import pytest
@@ -14,12 +16,15 @@ from safedb.errors import QueryTimeout
 
 
 @pytest.fixture
-def guarded(tmp_path: Path) -> GuardedConnection:
+def guarded(tmp_path: Path) -> Iterator[GuardedConnection]:
     """A writer that checks its time limit at every SQLite step, so that even COMMIT would be checked."""
     path = tmp_path / "sessions.db"
-    sqlite3.connect(path).executescript("CREATE TABLE t (id INTEGER PRIMARY KEY);")
+    with closing(sqlite3.connect(path)) as setup:
+        setup.executescript("CREATE TABLE t (id INTEGER PRIMARY KEY);")
     connection = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=0)
-    return GuardedConnection(connection, None, progress_steps=1)
+    guarded = GuardedConnection(connection, None, progress_steps=1)
+    yield guarded
+    guarded.close()
 
 
 def ids(guarded: GuardedConnection) -> list[int]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, closing
 from pathlib import Path
 from typing import Any
 
@@ -128,12 +128,11 @@ async def test_data_change_question_states_rows_affected_by_a_rolled_back_dry_ru
 
 
 async def test_question_names_writes_made_by_triggers(demo_db: Path) -> None:
-    with sqlite3.connect(demo_db) as connection:
+    with closing(sqlite3.connect(demo_db)) as connection, connection:
         connection.executescript(
             "CREATE TABLE removed (invoice_id INTEGER);"
             "CREATE TRIGGER keep_removed AFTER DELETE ON invoices BEGIN INSERT INTO removed VALUES (old.id); END;"
         )
-    connection.close()
     responder = Responder(action="decline")
     async with connected(demo_db, responder) as client:
         await client.call_tool("execute_query", {"query": "DELETE FROM invoices WHERE id = 1"})

@@ -11,6 +11,7 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
+from contextlib import closing
 from pathlib import Path
 
 import anyio
@@ -268,7 +269,7 @@ async def test_an_approval_whose_question_could_not_be_recorded_leaves_the_page(
     """2026-07-28: the approval went on the page before its `requested` record was written; when that write
     failed, the call failed (nothing asked, nothing run) but the approval stayed listed until it expired."""
     with serving_prod(tmp_path) as (server, database, audit):
-        with sqlite3.connect(audit) as log:  # the audit log refuses the question's record
+        with closing(sqlite3.connect(audit)) as log, log:  # the audit log refuses the question's record
             log.execute(
                 "CREATE TRIGGER no_questions BEFORE INSERT ON audit_log WHEN NEW.decision = 'requested' "
                 "BEGIN SELECT RAISE(ABORT, 'no questions today'); END"
@@ -292,7 +293,7 @@ async def test_the_page_names_the_code_the_approval_covers(tmp_path: Path) -> No
     """The form's question names the triggers and views a statement runs (other code stops the approved run); the
     page did not."""
     with serving_prod(tmp_path) as (server, database, _):
-        with sqlite3.connect(database) as connection:
+        with closing(sqlite3.connect(database)) as connection, connection:
             connection.execute("CREATE TRIGGER invoices_note AFTER DELETE ON invoices BEGIN SELECT 1; END")
         async with waiting_call(server.url, "legacy") as (responder, _results):
             shown = read_then_reject(responder.urls[0])
