@@ -17,6 +17,17 @@ from contextlib import contextmanager
 # Work expected to finish within this many seconds may run on the event loop's thread.
 INLINE_BUDGET = 0.002
 
+# Statements up to this long are classified on the event loop's thread (parsing one takes a millisecond or two
+# at most); longer ones in a worker thread.
+INLINE_STATEMENT_CHARS = 1000
+
+# Statements longer than this are classified one at a time. Classifying one builds Python objects for each of
+# its tokens (and, on SQLite, of the instructions of its compiled program), where no time limit reaches: for
+# 1,000,000 characters of `SELECT 1 IN (1, 1, ...)` some 850 MiB and 8 s on SQLite, seconds on PostgreSQL; four
+# at once took 2.6 GB and both cores for longer than their time limit. Shorter ones take at most some 85 MiB and
+# a second, and run side by side.
+LONG_STATEMENT_CHARS = 100_000
+
 # How much each new measurement moves the running average: about the last twenty count, so one slow
 # moment (a checkpoint, a busy disk) does not move the work off the event loop by itself.
 _WEIGHT = 0.1

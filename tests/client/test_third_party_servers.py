@@ -103,11 +103,15 @@ async def ask(url: str, spec: dict[str, Any], value: Any) -> Any:
         ({"type": "string", "format": "email"}, ".ada@example.org", False),
         ({"type": "string", "format": "email"}, "ada\x07@example.org", False),
         ({"type": "string", "format": "email"}, "ada@exa..mple.org", False),
+        ({"type": "string", "format": "email"}, "ada@localhost", False),
         ({"type": "string", "format": "uri"}, "https://example.org/%C3%A4?q=1#top", True),
         ({"type": "string", "format": "uri"}, "urn:isbn:0451450523", True),
         ({"type": "string", "format": "uri"}, "https://example.org/ä", False),  # an IRI, not a URI
         ({"type": "string", "format": "uri"}, "https://example.org/100%", False),
         ({"type": "string", "format": "uri"}, "https://example.org/{id}", False),
+        ({"type": "string", "format": "uri"}, "https://example.org/a[1]", False),
+        ({"type": "string", "format": "uri"}, "https://example.org/#a#b", False),
+        ({"type": "string", "format": "uri"}, "http://[::1]:8080/x", True),
     ],
 )
 async def test_formats_are_checked_as_the_typescript_sdk_checks_them(

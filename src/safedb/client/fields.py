@@ -26,8 +26,9 @@ _SECRET_WORDS = re.compile(
 _CAMEL_CASE = re.compile(r"(?<=[a-z])(?=[A-Z])")
 _ATOM = r"[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+"
 _LABEL = r"[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?"
-_EMAIL = re.compile(rf"^{_ATOM}(?:\.{_ATOM})*@{_LABEL}(?:\.{_LABEL})*$")
-"""RFC 5321's mailbox with a dot-atom local part (ASCII: non-ASCII addresses are format idn-email) and a host name."""
+_EMAIL = re.compile(rf"^{_ATOM}(?:\.{_ATOM})*@{_LABEL}(?:\.{_LABEL})+$")
+"""RFC 5321's mailbox with a dot-atom local part (ASCII: non-ASCII addresses are format idn-email) and a host name
+with a dot (`name@localhost` is a mailbox too, but the checks servers run, AJV's and pydantic's, refuse it)."""
 _URI_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*$")
 _URI_CHARACTERS = re.compile(r"^(?:[A-Za-z0-9\-._~:/?#\[\]@!$&'()*+,;=]|%[0-9A-Fa-f]{2})*$")
 """RFC 3986: what a URI may hold, a % only as the start of a percent-encoded byte (non-ASCII makes it an IRI)."""
@@ -323,6 +324,8 @@ def _uri(value: str) -> str:
         raise ValueError(
             "must be a URI: letters other than ASCII and some symbols go percent-encoded, like %C3%A4 for ä"
         )
+    if value.count("#") > 1 or any(bracket in parts.path + parts.query + parts.fragment for bracket in "[]"):
+        raise ValueError("must be a URI: [ and ] only around an IPv6 address, # only once (elsewhere %5B, %5D, %23)")
     if not (parts.netloc or parts.path):
         raise ValueError("must be a URI with something after the scheme")
     return value

@@ -32,8 +32,8 @@ def _text_size(text: str, limit: int) -> int:
     longer than `limit` is past it anyway, and is not encoded only to be left out."""
     if len(text) > limit:
         return len(text) + 2
-    if text.isascii() and text.isprintable():
-        return len(text) + 2 + text.count('"') + text.count("\\")
+    if text.isprintable() and '"' not in text and "\\" not in text:  # nothing to escape: the common case
+        return (len(text) if text.isascii() else len(text.encode())) + 2
     return len(json.dumps(text, ensure_ascii=False).encode())
 
 

@@ -37,6 +37,7 @@ from safedb.db.postgres.connections import (
 from safedb.db.postgres.impact import measure_impact, quoted_tables
 from safedb.db.postgres.results import fetch_guarded, fetch_row_by_row, run_counted, size_guarded, streamed
 from safedb.errors import ChangedSinceQuestion, QueryFailed, QueryTimeout, RowCountChanged
+from safedb.inline_work import INLINE_STATEMENT_CHARS, LONG_STATEMENT_CHARS
 from safedb.sql.classification import Classification
 from safedb.sql.postgres_classifier import PostgresStatement, analyze_statement
 from safedb.sql.postgres_functions import function_changes
@@ -44,10 +45,6 @@ from safedb.sql.postgres_functions import function_changes
 logger = logging.getLogger(__name__)
 
 _CURSOR_NAME = "safedb_read"
-
-# Statements up to this long are analysed on the event loop (a millisecond or two at most, and remembered);
-# longer ones in a worker thread, one at a time (see `PostgresDatabase._analyzed`).
-_INLINE_STATEMENT_CHARS = 1000
 
 
 class _TooWideToGuard(Exception):
@@ -84,14 +81,17 @@ class PostgresDatabase:
     async def _analyzed(self, sql: str) -> PostgresStatement:
         """`analyze_statement(sql)`, off the event loop when the statement is long: analysing one of 1,000,000
         characters takes seconds of Python (parsing it, walking its tree), and four such reads at once held up
-        every other call of the server, other sessions' reads and approvals alike, for 16 s. One at a time,
-        since each holds the tree of a whole statement."""
-        if len(sql) <= _INLINE_STATEMENT_CHARS:
+        every other call of the server, other sessions' reads and approvals alike, for 16 s. The longest run one
+        at a time (see `LONG_STATEMENT_CHARS`), since each holds the tree of a whole statement."""
+        if len(sql) <= INLINE_STATEMENT_CHARS:
             return analyze_statement(sql)
-        if self._long_analyses is None:
-            self._long_analyses = anyio.CapacityLimiter(1)
+        limiter = None  # anyio's default: shared by all worker threads
+        if len(sql) > LONG_STATEMENT_CHARS:
+            if self._long_analyses is None:  # made here: an anyio limiter needs the running event loop
+                self._long_analyses = anyio.CapacityLimiter(1)
+            limiter = self._long_analyses
         with _client_deadline(self.limits.statement_timeout):
-            return await anyio.to_thread.run_sync(analyze_statement, sql, limiter=self._long_analyses)
+            return await anyio.to_thread.run_sync(analyze_statement, sql, limiter=limiter)
 
     async def classify(self, sql: str) -> Classification:
         statement = await self._analyzed(sql)

@@ -313,10 +313,12 @@ LARGE_MESSAGE_CHARS = 1024 * 1024
 
 def _chain(exc: BaseException) -> Iterator[BaseException]:
     """`exc` and the exceptions it was raised from."""
-    seen: BaseException | None = exc
-    while seen is not None:
-        yield seen
-        seen = seen.__cause__ or seen.__context__
+    seen: list[BaseException] = []
+    current: BaseException | None = exc
+    while current is not None and current not in seen:  # a chain can loop back on itself
+        seen.append(current)
+        yield current
+        current = current.__cause__ or current.__context__
 
 
 MAX_MESSAGE_CHARS = 2000

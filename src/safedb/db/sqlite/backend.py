@@ -33,7 +33,7 @@ from safedb.db.sqlite.impact import may_replace, measure_impact, rows_changed
 from safedb.db.sqlite.inspector import SchemaFacts, inspect_statement, schema_facts, schema_version, shadow_table_names
 from safedb.db.sqlite.known_statements import KnownStatements
 from safedb.errors import InvalidStatement, QueryFailed, QueryTimeout, RowCountChanged
-from safedb.inline_work import INLINE_BUDGET, RecentDuration
+from safedb.inline_work import INLINE_BUDGET, INLINE_STATEMENT_CHARS, LONG_STATEMENT_CHARS, RecentDuration
 from safedb.sql.classification import MAX_STATEMENT_CHARS, ChangeCategory, ChangeKind, Classification, ObjectType
 from safedb.sql.policy import file_path
 from safedb.sql.sqlite_actions import (
@@ -48,16 +48,6 @@ from safedb.sql.sqlite_actions import (
 logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
-
-# Statements up to this long are classified on the event loop's thread too (parsing one takes at most
-# a millisecond or two); longer ones in a worker thread.
-INLINE_STATEMENT_CHARS = 1000
-
-# Statements longer than this are classified one at a time, on an inspector of their own. Classifying one builds
-# Python objects for each of its tokens and of the instructions of its compiled program (for 1,000,000
-# characters of `SELECT 1 IN (1, 1, ...)`, some 850 MiB and 8 s), where no time limit reaches: four at once took
-# 2.6 GB and both cores for longer than their time limit. Shorter ones take at most some 85 MiB and a second.
-LONG_STATEMENT_CHARS = 100_000
 
 ABANDON_GRACE = 0.25
 """Seconds past its interrupt that a call waits for work in a worker thread to stop (see `_in_thread`)."""
@@ -127,9 +117,10 @@ def approved_only(approved: Classification, shadow_tables: frozenset[str]) -> Au
 
 class SqliteDatabase:
     """One SQLite file: a small pool of read-only readers and as many inspectors (read-only connections
-    that classify statements, kept apart so that the readers keep their prepared statements), and one
-    writer, used from worker threads; and one more of each for short work on the event loop's thread
-    (`INLINE_BUDGET`), which never wait for a lock.
+    that classify statements, kept apart so that the readers keep their prepared statements) and one more
+    inspector for the longest statements (`LONG_STATEMENT_CHARS`), and one writer, used from worker
+    threads; and one more of each for short work on the event loop's thread (`INLINE_BUDGET`), which
+    never wait for a lock.
 
     Work runs on the event loop's thread first when it is short: reads and dry runs that finish within
     the budget, classification of short statements, and approved changes while changes have lately been
@@ -186,6 +177,7 @@ class SqliteDatabase:
             assert interrupt_after is not None  # only a finite deadline passes
             raise QueryTimeout(interrupt_after)
         except anyio.get_cancelled_exc_class():
+            call.end_now()  # first: work that takes a connection from now on stops at its first step
             _interrupt(held)
             raise
         finally:
@@ -432,7 +424,7 @@ def _session_from(pool: queue.SimpleQueue[GuardedConnection], seconds: float) ->
     """A session on a connection taken from `pool` (waiting for one to be free, until the call's deadline),
     given back afterwards."""
     try:
-        member = pool.get(timeout=(connections.CALL_TIME.get() or connections.CallTime()).left())
+        member = pool.get(timeout=connections.current_call().left())
     except queue.Empty:
         raise QueryTimeout(seconds) from None
     try:

@@ -75,6 +75,13 @@ class CallTime:
 
 # The current call's time, shared with its worker thread like HELD_CONNECTIONS; None: no time limit.
 CALL_TIME: ContextVar[CallTime | None] = ContextVar("call_time", default=None)
+_NO_CALL = CallTime()
+
+
+def current_call() -> CallTime:
+    """The current call's time (one without a limit outside `SqliteDatabase._in_thread`)."""
+    return CALL_TIME.get() or _NO_CALL
+
 
 Authorizer = Callable[[int, str | None, str | None, str | None, str | None], int]
 
@@ -115,11 +122,14 @@ class GuardedConnection:
         self._holder: list[GuardedConnection] | None = None
         self._holder_lock = threading.Lock()
         self._deadline = float("inf")
+        self._call = _NO_CALL
         self._progress_steps = progress_steps
         connection.set_authorizer(authorizer)
 
     def _past_deadline(self) -> bool:
-        return time.monotonic() > self._deadline
+        # The call's end is read live: a call that ends early (cancelled) stops its work at the next check.
+        now = time.monotonic()
+        return now > self._deadline or now > self._call.ends
 
     @contextmanager
     def session(self, seconds: float) -> Iterator[sqlite3.Connection]:
@@ -128,14 +138,15 @@ class GuardedConnection:
         Work that stops inside a transaction (even while rolling it back) is rolled back here: a session
         never leaves a transaction open, nor the write lock held.
         """
-        call = CALL_TIME.get() or CallTime()
+        call = current_call()
         left = call.left()
         if not self._lock.acquire(timeout=-1 if left is None else left):
             raise QueryTimeout(seconds)
         try:
             if call.left() == 0:
                 raise QueryTimeout(seconds)
-            self._deadline = min(time.monotonic() + seconds, call.ends)
+            self._deadline = time.monotonic() + seconds
+            self._call = call
             self.connection.set_progress_handler(self._past_deadline, self._progress_steps)
             held = HELD_CONNECTIONS.get()
             if held is not None:
@@ -154,6 +165,7 @@ class GuardedConnection:
                 with self._holder_lock:
                     self._holder = None
                 self._deadline = float("inf")
+                self._call = _NO_CALL
                 roll_back(self.connection)
                 if not self._keeps_authorizer:
                     self.connection.set_authorizer(self.default_authorizer)
