@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import anyio
 import pytest
 
 from safedb.db.backend import ResultSet
@@ -27,3 +28,26 @@ async def test_a_long_statement_is_analysed_off_the_event_loop(pg: PgDatabase) -
         await database.aclose()
     assert result.rows == ((False,),)
     assert longest < 0.5, f"the event loop was held up for {longest:.3f} s"
+
+
+async def test_a_long_statement_does_not_wait_behind_a_huge_one(pg: PgDatabase) -> None:
+    """Only statements over `LONG_STATEMENT_CHARS` are analysed one at a time: a statement of a few thousand
+    characters (generated SQL, a multi-row INSERT awaiting approval) is not queued behind a huge read's
+    seconds of parsing."""
+    huge = "SELECT 3 IN (" + ",".join(["1"] * 400_000) + ")"
+    long = "SELECT 4 IN (" + ",".join(["1"] * 2_000) + ")"
+    database = pg.open()
+    finished: list[str] = []
+
+    async def classify(name: str, sql: str) -> None:
+        await database.classify(sql)
+        finished.append(name)
+
+    try:
+        async with anyio.create_task_group() as group:
+            group.start_soon(classify, "huge", huge)
+            await anyio.sleep(0.05)  # the huge one is being analysed
+            group.start_soon(classify, "long", long)
+    finally:
+        await database.aclose()
+    assert finished == ["long", "huge"]
