@@ -53,6 +53,7 @@ def main() -> None:
     listener = socket.socket()
     listener.bind(("127.0.0.1", options.port))
     port = listener.getsockname()[1]
+    listener.listen()  # before saying so: a client connecting between bind and uvicorn's listen is refused
     print(f"listening at http://127.0.0.1:{port}/mcp", file=sys.stderr, flush=True)
     config = uvicorn.Config(server.streamable_http_app(), log_level="warning")
     uvicorn.Server(config).run(sockets=[listener])
