@@ -27,16 +27,19 @@ def ts_sdk_server() -> list[str]:
 
     def install() -> list[str]:
         project = node_project("ts-sdk-server-1.32.2", "@modelcontextprotocol/sdk@1.32.2", "zod@4.6.7")
-        # ES modules resolve packages from the importing file's directory: the script runs from inside the project.
-        script = project.directory / "ts_sdk_server.mjs"
-        source = (HERE / "ts_sdk_server.mjs").read_text()
-        if not script.exists() or script.read_text() != source:
-            staged = script.with_suffix(f".{os.getpid()}.tmp")
-            staged.write_text(source)
-            staged.replace(script)
-        return [str(project.node), str(script)]
+        return [str(project.node), str(_staged(project.directory, "ts_sdk_server.mjs"))]
 
     return _installed("ts-sdk", install)
+
+
+def ts_sdk2_server() -> list[str]:
+    """The command of `ts_sdk2_server.mjs` (TypeScript SDK 2.4.0, both eras); add `--port 0` or `--stdio`."""
+
+    def install() -> list[str]:
+        project = node_project("ts-sdk-server-2.4.0", "@modelcontextprotocol/server@2.4.0", "zod@4.6.7")
+        return [str(project.node), str(_staged(project.directory, "ts_sdk2_server.mjs"))]
+
+    return _installed("ts-sdk2", install)
 
 
 def mcp_v1_server() -> list[str]:
@@ -52,6 +55,18 @@ def serving(command: list[str]) -> Iterator[str]:
     """Serve `command` over Streamable HTTP on a free loopback port; yield its URL; always stop it."""
     with serving_process([*command, "--port", "0"], ready=_LISTENING) as server:
         yield server.url
+
+
+def _staged(directory: Path, name: str) -> Path:
+    """Copy the script `name` into the npm project: ES modules resolve packages from the importing file's
+    directory, so the script runs from inside the project."""
+    script = directory / name
+    source = (HERE / name).read_text()
+    if not script.exists() or script.read_text() != source:
+        staged = script.with_suffix(f".{os.getpid()}.tmp")
+        staged.write_text(source)
+        staged.replace(script)
+    return script
 
 
 def _installed(key: str, install: Callable[[], list[str]]) -> list[str]:
