@@ -19,6 +19,12 @@ NOTES = [
     "Read path: `read-*` repeats one statement, which SafeDB classifies once and then remembers until the "
     "schema changes; `read-new-*` sends a statement text never seen before on every call (the same query with "
     "a different always-true condition), so SafeDB classifies every call.",
+    "Read path, new statements (profiled on 2026-11-26 with py-spy): parsing each new statement with sqlglot, "
+    "the parser's second opinion beside SQLite's own view, takes about a fifth of SafeDB's server time on "
+    "`read-new-*`. sqlglot's compiled build (`sqlglot[c]`) parses about four times faster and took read-new-2026 "
+    "from 0.94x to 1.05x (one full run of each), but it imports 78 modules where the pure build imports 42 (51 MB "
+    "of RSS at start instead of 26), which put the 1,000,000-row reads' peaks at 106 and 117 MiB, past their "
+    "target: not kept.",
     "Latency runs to the arrival of the JSON-RPC result (on an SSE stream the final chunk may follow a little "
     "later). Elicitation latency covers the whole round trip: call, question, answer, result.",
     "Waiting approvals on 2026-07-28: a waiting approval is an issued question; the server keeps nothing "
@@ -65,10 +71,13 @@ NOTES = [
     "read-new-2026 moved the same way (from 1.01x to 0.95x, with no change to that path either); that of "
     "3bb97d4, with the fixes of 2026-11-26 (among them an approved run and its records shielded from the call's "
     "cancellation, and the functions stored in the schema read from every classified statement's program), "
-    "2.04 against 1.88 and 2.28 against 2.02 (0.91x and 0.91x, the reference at about 550 round trips/s); this "
-    "run, with the fixes of 2026-11-26's second session (among them an answer that counts only when the audit "
-    "log holds its question, checked in the query that already looked for a replay), 2.10 against 1.81 and 2.31 "
-    "against 2.05 (0.87x and 0.92x, the reference at about 560 round trips/s).",
+    "2.04 against 1.88 and 2.28 against 2.02 (0.91x and 0.91x, the reference at about 550 round trips/s); that "
+    "of f2fa173, with the fixes of 2026-11-26's second session (among them an answer that counts only when the "
+    "audit log holds its question, checked in the query that already looked for a replay), 2.10 against 1.81 and "
+    "2.31 against 2.05 (0.87x and 0.92x, the reference at about 560 round trips/s); this run, with the fixes of "
+    "2026-11-26's third session (among them a check, on every audit append, that the log's files are still the "
+    "ones the server opened), 2.10 against 1.75 and 2.35 against 1.99 (0.84x and 0.88x, the reference at about "
+    "590 round trips/s, faster than in any run before on the same code).",
     "Where the elicitation gap is, measured on 2026-11-26 (elicit-2025, CPU of each server thread from /proc, "
     "strace of single round trips): SafeDB's event-loop thread runs at 0.98 cores and the reference's at 0.94, so "
     "each rate follows that thread's CPU per round trip: 1.86 ms against 1.62, of which 0.27 against 0.17 in "
