@@ -68,8 +68,12 @@ class SqliteAuditStore(ThreadedAuditStore[sqlite3.Connection]):
         self.path = path
         self._busy_timeout = busy_timeout
         self._recent_appends = RecentDuration()
-        self._wal_sync = WalSync(_wal_path(writer)) if writer is not None else None
-        self._files = _identities(writer) if writer is not None else {}
+        self._wal_sync: WalSync | None = None
+        self._files: dict[str, tuple[int, int]] = {}
+        if writer is not None:
+            main_file, wal_file = _writer_files(writer)
+            self._wal_sync = WalSync(wal_file)
+            self._files = _identities((main_file, wal_file))  # after WalSync opened the -wal file
 
     @classmethod
     def open(cls, path: Path, *, readonly: bool = False, busy_timeout: float = 30.0) -> SqliteAuditStore:
@@ -269,18 +273,14 @@ class SqliteAuditStore(ThreadedAuditStore[sqlite3.Connection]):
             connection.close()
 
 
-def _main_file(writer: sqlite3.Connection) -> str:
-    return str(next(row[2] for row in writer.execute("PRAGMA database_list") if row[1] == "main"))
+def _writer_files(writer: sqlite3.Connection) -> tuple[str, str]:
+    """The writer's main file and its -wal file, named as SQLite names it: after the main file's full path."""
+    main_file = str(next(row[2] for row in writer.execute("PRAGMA database_list") if row[1] == "main"))
+    return main_file, f"{main_file}-wal"
 
 
-def _wal_path(writer: sqlite3.Connection) -> str:
-    """The writer's -wal file, named as SQLite names it: after the main file's full path."""
-    return f"{_main_file(writer)}-wal"
-
-
-def _identities(writer: sqlite3.Connection) -> dict[str, tuple[int, int]]:
-    """The device and inode of the writer's files (just opened, with the -wal file held open by `WalSync`)."""
-    names = (_main_file(writer), _wal_path(writer))
+def _identities(names: tuple[str, ...]) -> dict[str, tuple[int, int]]:
+    """The device and inode of each file named (the writer's, just opened)."""
     return {name: (stat.st_dev, stat.st_ino) for name in names for stat in [os.stat(name)]}
 
 
