@@ -176,9 +176,9 @@ def test_a_connection_lost_while_idle_is_reopened_before_the_next_append(postgre
         store.append(event(AuditDecision.REQUESTED, 1))
         with postgres_log.tampering() as admin:
             admin.execute(
-                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                "SELECT pg_terminate_backend(pid, 5000) FROM pg_stat_activity "
                 "WHERE application_name = 'safedb-audit' AND datname = current_database() AND pid <> pg_backend_pid()"
-            )
+            )  # waits until the session has ended: its goodbye is sent, as after a restart some time ago
         # Not one failed append (the decision it records would be lost): the ended session is noticed first.
         assert store.append(event(AuditDecision.REQUESTED, 2)).seq == 2
     # `tampering` disabled the triggers; opening for writing puts them back.
