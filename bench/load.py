@@ -423,13 +423,14 @@ async def large_result(
                 done.set()
 
         async def small_loop() -> None:
+            # Every small read issued while large calls run counts, also one that ends after the last of them:
+            # on a busy machine one small read may outlast a short run of large calls.
             await in_flight.wait()
             while not done.is_set():
                 start, end, ok = await small()
                 if not ok:
                     raise WireError("a small read failed during the large SELECT")
-                if not done.is_set():
-                    small_latencies.append(end - start)
+                small_latencies.append(end - start)
 
         async with procstat.PeakWatcher(target.pid) as watcher:
             await asyncio.gather(big_loop(), small_loop())
