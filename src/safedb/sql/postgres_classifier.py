@@ -29,6 +29,7 @@ from safedb.sql.classification import (
 from safedb.sql.postgres_functions import FunctionRef
 from safedb.sql.postgres_tree import QualifiedName, option_enabled, string_constant, strings, walk
 from safedb.sql.postgres_utility import (
+    refuse_session_statement,
     refuse_temporary,
     runs_outside_transaction,
     temporary_schema,
@@ -108,6 +109,9 @@ class PostgresStatement:
     counts_changed_rows: bool = False
     """PostgreSQL's row count for it is the rows it changes: a plain INSERT, UPDATE, DELETE or MERGE, with no
     data-modifying query in its WITH clause (whose rows the count leaves out)."""
+    plans_write_rules: bool = False
+    """An EXPLAIN of INSERT, UPDATE, DELETE or MERGE: planning it takes in the actions of its tables' rules for
+    that kind of change (and the defaults of the tables they write to), as a read plans only SELECT rules."""
     drops_dependents: bool = False
     """A DROP, or an ALTER TABLE that only drops columns or constraints: with CASCADE, it also drops the
     objects that depend on what it drops."""
@@ -245,6 +249,9 @@ def _explain(sql: str, text: str, node: ast.ExplainStmt) -> PostgresStatement:
     if not option_enabled(node.options, "analyze"):
         if isinstance(inner, ast.DeclareCursorStmt):
             inner = inner.query  # EXPLAIN DECLARE plans the cursor's query
+        if isinstance(inner, ast.ExecuteStmt):
+            # Plans a prepared statement of the session (SafeDB's hold none) with arguments PostgreSQL evaluates.
+            refuse_session_statement(inner)
         if not isinstance(inner, _EXECUTING):
             return PostgresStatement(Classification(statement=sql), text, "ExplainStmt")
         planned = _executing(sql, text, inner)
@@ -256,6 +263,7 @@ def _explain(sql: str, text: str, node: ast.ExplainStmt) -> PostgresStatement:
             cursor_read=False,
             returns_rows=False,
             counts_changed_rows=False,
+            plans_write_rules=isinstance(inner, _DML),
         )
     if inner is None:
         raise InvalidStatement("EXPLAIN needs a statement to explain.")

@@ -46,8 +46,12 @@ SIDE_EFFECT_FUNCTIONS = frozenset(
         "pg_logical_emit_message", "pg_create_logical_replication_slot", "pg_create_physical_replication_slot",
         "pg_drop_replication_slot", "pg_copy_logical_replication_slot", "pg_copy_physical_replication_slot",
         "pg_replication_slot_advance", "pg_sync_replication_slots",
-        # tablefunc's: they run a query given as text, whose functions are never seen.
-        "crosstab", "crosstab2", "crosstab3", "crosstab4", "connectby",
+        # tablefunc's and xml2's: they run a query given as text (xpath_table every statement of it), whose
+        # functions are never seen.
+        "crosstab", "crosstab2", "crosstab3", "crosstab4", "connectby", "xpath_table",
+        # isn's: labelled immutable, it switches the session to accepting invalid check digits, a setting that
+        # neither a rollback nor DISCARD ALL resets (later calls on that pooled session would store such values).
+        "isn_weak",
     }
 )  # fmt: skip
 SIDE_EFFECT_PREFIXES = (

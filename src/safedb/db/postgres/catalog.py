@@ -37,8 +37,11 @@ _VOLATILITY = f"""CASE WHEN p.prokind = 'a' THEN (
 # the types met (a btree class's comparison sorts unasked) and of those holding an operator that counts
 # (`ORDER BY x USING op` sorts with its family's comparison), and the handlers of the foreign tables read.
 # A relation read brings its inheritance children and partitions (a read scans them, a foreign one on its
-# server), and the functions its index expressions and predicates and check constraints call: planning
-# folds constants there when it loads them (constraint exclusion reads the checks).
+# server), and the functions its index expressions and predicates, check constraints, partition keys (its
+# own and its parents') and extended statistics' expressions call: planning folds constants there when it
+# loads them (constraint exclusion reads the checks); and the domains of its columns, whose checks run when
+# a value is converted to its row type. An EXPLAIN of a data change also plans its tables' rules for that
+# change, and the defaults of the tables they write to.
 _FUNCTIONS_SQL = f"""
 WITH RECURSIVE
 user_rels(oid, relname, reltype) AS (
@@ -49,7 +52,8 @@ user_rels(oid, relname, reltype) AS (
     SELECT c.oid, c.relname::text, c.reltype FROM user_rels r
     CROSS JOIN LATERAL (
         SELECT m[1]::oid FROM (
-            SELECT w.ev_action::text AS tree FROM pg_rewrite w WHERE w.ev_class = r.oid AND w.ev_type = '1'
+            SELECT w.ev_action::text AS tree FROM pg_rewrite w
+            WHERE w.ev_class = r.oid AND (w.ev_type = '1' OR %(write_rules)s)
             UNION ALL
             SELECT e.tree FROM pg_policy p
             CROSS JOIN LATERAL unnest(ARRAY[p.polqual::text, p.polwithcheck::text]) AS e(tree)
@@ -62,12 +66,20 @@ user_rels(oid, relname, reltype) AS (
     JOIN pg_class c ON c.oid = next.oid
     WHERE c.relnamespace NOT IN ('pg_catalog'::regnamespace, 'information_schema'::regnamespace)
 ),
+rule_targets(oid) AS (  -- an explained write plans its targets' rules, and the defaults of what they write to
+    SELECT m[1]::oid FROM user_rels r JOIN pg_rewrite w ON w.ev_class = r.oid AND w.ev_type <> '1'
+    CROSS JOIN LATERAL regexp_matches(w.ev_action::text, %(relation_oids)s, 'g') AS m
+    WHERE %(write_rules)s
+),
 seed_trees(label, bucket, tree) AS (
     SELECT 'the defaults of ' || p.proname, 'row', p.proargdefaults::text FROM pg_proc p
     WHERE p.proname = ANY(%(functions)s::text[]) AND p.proargdefaults IS NOT NULL
     UNION ALL
     SELECT r.relname, 'row', w.ev_action::text FROM user_rels r
-    JOIN pg_rewrite w ON w.ev_class = r.oid AND w.ev_type = '1'
+    JOIN pg_rewrite w ON w.ev_class = r.oid AND (w.ev_type = '1' OR %(write_rules)s)
+    UNION ALL
+    SELECT d.adrelid::regclass::text, 'row', d.adbin::text FROM pg_attrdef d
+    WHERE d.adrelid IN (SELECT oid FROM rule_targets)
     UNION ALL
     SELECT r.relname, 'row', e.tree FROM user_rels r JOIN pg_policy p ON p.polrelid = r.oid
     CROSS JOIN LATERAL unnest(ARRAY[p.polqual::text, p.polwithcheck::text]) AS e(tree) WHERE e.tree IS NOT NULL
@@ -79,12 +91,23 @@ seed_trees(label, bucket, tree) AS (
     UNION ALL
     SELECT r.relname, 'row', c.conbin::text FROM user_rels r JOIN pg_constraint c ON c.conrelid = r.oid
     WHERE %(planned_code)s AND c.contype = 'c' AND c.conbin IS NOT NULL
+    UNION ALL  -- and in the partition keys of the relations and of the partitioned tables above them (loading
+               -- a key folds its expressions), and in their extended statistics' expressions
+    SELECT r.relname, 'row', t.partexprs::text FROM user_rels r
+    CROSS JOIN LATERAL pg_partition_ancestors(r.oid) AS a(relid) JOIN pg_partitioned_table t ON t.partrelid = a.relid
+    WHERE %(planned_code)s AND t.partexprs IS NOT NULL
+    UNION ALL
+    SELECT r.relname, 'row', x.stxexprs::text FROM user_rels r JOIN pg_statistic_ext x ON x.stxrelid = r.oid
+    WHERE %(planned_code)s AND x.stxexprs IS NOT NULL
 ),
 seed_types(label, bucket, oid) AS (
     SELECT to_regtype(name)::text, 'row', to_regtype(name)::oid FROM unnest(%(types)s::text[]) AS name
     WHERE to_regtype(name) IS NOT NULL
     UNION ALL
     SELECT oid::regtype::text, 'row', oid FROM unnest(%(met_type_oids)s::oid[]) AS oid
+    UNION ALL  -- a value converted to a relation's row type (`jsonb_populate_record(t, ...)`, an untyped
+               -- literal beside a whole-row value) runs the checks of its columns' domains
+    SELECT r.relname, 'row', r.reltype FROM user_rels r WHERE r.reltype <> 0
     UNION ALL  -- a call converts its arguments to its parameters' types, and its result to its result type
     SELECT t.oid::regtype::text, 'row', t.oid FROM pg_proc p
     CROSS JOIN LATERAL unnest(coalesce(p.proallargtypes, p.proargtypes::oid[]) || p.prorettype) AS t(oid)
@@ -324,6 +347,7 @@ async def function_facts(
             "open_operators": _all(name for statement in statements for name in statement.open_operators),
             "half_open_operators": _all(name for statement in statements for name in statement.half_open_operators),
             "planned_code": planned_code,
+            "write_rules": any(statement.plans_write_rules for statement in statements),
             **PATTERNS,
         },
     )

@@ -90,7 +90,8 @@ FROM closure JOIN pg_class c ON c.oid = closure.oid
 
 # The functions PostgreSQL runs for the reached tables (see `stored_code`): for each row written ('row':
 # CHECK and exclusion constraints, generated columns, index expressions and predicates, row-security
-# policies, the domains of the columns), and where a column takes its default ('default').
+# policies, partition keys (their own and their parents'), extended statistics' expressions, the domains of
+# the columns), and where a column takes its default ('default').
 _TABLE_CODE_SQL = f"""
 WITH RECURSIVE {_CLOSURE},
 seed_trees(label, bucket, tree) AS (
@@ -107,8 +108,12 @@ seed_trees(label, bucket, tree) AS (
     SELECT p.polrelid::regclass::text, 'row', e.tree FROM pg_policy p JOIN closure ON closure.oid = p.polrelid
     CROSS JOIN LATERAL unnest(ARRAY[p.polqual::text, p.polwithcheck::text]) AS e(tree) WHERE e.tree IS NOT NULL
     UNION ALL
-    SELECT t.partrelid::regclass::text, 'row', t.partexprs::text FROM pg_partitioned_table t
-    JOIN closure ON closure.oid = t.partrelid WHERE t.partexprs IS NOT NULL
+    SELECT closure.oid::regclass::text, 'row', t.partexprs::text FROM closure
+    CROSS JOIN LATERAL pg_partition_ancestors(closure.oid) AS a(relid)  -- a partition's rows meet its parents' keys
+    JOIN pg_partitioned_table t ON t.partrelid = a.relid WHERE t.partexprs IS NOT NULL
+    UNION ALL  -- planning folds extended statistics' expressions
+    SELECT x.stxrelid::regclass::text, 'row', x.stxexprs::text FROM pg_statistic_ext x
+    JOIN closure ON closure.oid = x.stxrelid WHERE x.stxexprs IS NOT NULL
 ),
 seed_types(label, bucket, oid) AS (
     SELECT a.attrelid::regclass::text, 'row', a.atttypid FROM pg_attribute a JOIN closure ON closure.oid = a.attrelid
