@@ -221,10 +221,10 @@ def table_valued_pragma(event: AuthorizerEvent) -> str | None:
     """The pragma behind a read of its table-valued form (`SELECT * FROM pragma_optimize`), if any.
 
     SQLite reports only a read of the `pragma_<name>` table while compiling; the pragma itself runs when
-    the statement does.
+    the statement does. Inside a WITH query or a view too (SQLite then names that as the read's source).
     """
     table = (event.arg1 or "").lower()
-    if event.code == Action.READ and event.source is None and table.startswith("pragma_"):
+    if event.code == Action.READ and table.startswith("pragma_"):
         return table.removeprefix("pragma_")
     return None
 

@@ -29,6 +29,7 @@ from safedb.db.backend import (
 from safedb.db.results import fetch_capped
 from safedb.db.sqlite import connections
 from safedb.db.sqlite.connections import Authorizer, GuardedConnection, quote_identifier
+from safedb.db.sqlite.expansion import subquery_depth
 from safedb.db.sqlite.impact import may_replace, measure_impact, rows_changed
 from safedb.db.sqlite.inspector import SchemaFacts, inspect_statement, schema_facts, schema_version, shadow_table_names
 from safedb.db.sqlite.known_statements import KnownStatements
@@ -209,8 +210,11 @@ class SqliteDatabase:
                 f"{MAX_STATEMENT_CHARS:,} characters."
             )
         if len(sql) <= INLINE_STATEMENT_CHARS:
-            with contextlib.suppress(QueryFailed):  # a writer's lock, or past the budget: in a worker thread
-                return self._inline(self._inline_inspector, lambda connection: self._classify(connection, sql))
+            # A writer's lock, past the budget, or deeply nested: in a worker thread.
+            with contextlib.suppress(QueryFailed, _TooDeepForTheEventLoop):
+                return self._inline(
+                    self._inline_inspector, lambda connection: self._classify(connection, sql, on_event_loop=True)
+                )
 
         inspectors = self._long_statement_inspectors if len(sql) > LONG_STATEMENT_CHARS else self._inspectors
 
@@ -220,10 +224,12 @@ class SqliteDatabase:
 
         return await self._in_thread(work, self.limits.statement_timeout)
 
-    def _classify(self, inspector: sqlite3.Connection, sql: str) -> Classification:
+    def _classify(self, inspector: sqlite3.Connection, sql: str, *, on_event_loop: bool = False) -> Classification:
         version = schema_version(inspector)
         if (known := self._known_statements.get(sql, version)) is not None:
             return known
+        if on_event_loop and subquery_depth(sql) > _SUBQUERY_DEPTH_ON_EVENT_LOOP:
+            raise _TooDeepForTheEventLoop
         classification = inspect_statement(inspector, sql, self._schema_at(inspector, version))
         if schema_version(inspector) == version:  # else the schema changed while compiling
             self._known_statements.add(sql, version, classification)
@@ -246,9 +252,7 @@ class SqliteDatabase:
                 columns = [column[0] for column in cursor.description or ()]
                 return fetch_capped(cursor, columns, self.limits)
 
-        if calls_only_bounded_functions(classification) and not self._known_statements.long_running(
-            classification.statement
-        ):
+        if _short_steps_only(classification) and not self._known_statements.long_running(classification.statement):
             try:
                 return self._inline(self._inline_reader, run)
             except QueryTimeout:
@@ -268,7 +272,7 @@ class SqliteDatabase:
                 connection, classification, lambda: approved_only(classification, shadow_table_names(connection))
             )
 
-        if calls_only_bounded_functions(classification):
+        if _short_steps_only(classification):
             with contextlib.suppress(QueryFailed):  # a lock, or past the budget: in a worker thread
                 return self._inline(self._inline_writer, measure, self.limits.preview_timeout)
 
@@ -282,7 +286,7 @@ class SqliteDatabase:
         def run(connection: sqlite3.Connection) -> WriteOutcome:
             return self._run_approved(connection, approved, approved_rows)
 
-        if _in_transaction(approved) and calls_only_bounded_functions(approved) and self._recent_writes.within_budget():
+        if _in_transaction(approved) and _short_steps_only(approved) and self._recent_writes.within_budget():
             # Rolled back when it fails: a lock, past the budget, or an error the worker thread will report.
             try:
                 with self._recent_writes.timing():
@@ -406,6 +410,24 @@ def _new_files_kept_on_success(approved: Classification) -> Iterator[None]:
 def _interrupt(held: list[GuardedConnection]) -> None:
     for connection in held:
         connection.interrupt_for(held)
+
+
+# Statements nesting subqueries deeper than this are compiled in a worker thread: SQLite may copy each level's
+# expressions into the level around it, a program that grows geometrically with the depth (see `subquery_depth`).
+_SUBQUERY_DEPTH_ON_EVENT_LOOP = 4
+
+
+class _TooDeepForTheEventLoop(Exception):
+    """See `_SUBQUERY_DEPTH_ON_EVENT_LOOP`."""
+
+
+def _short_steps_only(classification: Classification) -> bool:
+    """Whether the statement may run on the event loop's thread: each step of its program is short. SQLite
+    checks its time limit only where its program jumps, so a row of many expressions runs to its end: their
+    functions must be bounded (`calls_only_bounded_functions`), the values they build small (the event loop's
+    connections build none past `connections.MAX_VALUE_BYTES_ON_EVENT_LOOP`), and the statement short, since
+    each expression it writes may be one more such step."""
+    return len(classification.statement) <= INLINE_STATEMENT_CHARS and calls_only_bounded_functions(classification)
 
 
 def _in_transaction(approved: Classification) -> bool:

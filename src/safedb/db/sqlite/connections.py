@@ -38,6 +38,11 @@ _PROGRESS_STEPS_ON_EVENT_LOOP = 1_000
 # halfway, so its size bounds how long it runs (some 7 ns a byte) and how much memory it takes.
 MAX_VALUE_BYTES = 64 * 1024 * 1024
 
+# The same on the event loop's own connections: there a statement of short steps only runs, but one row may
+# hold many steps that no time limit stops in between (`length(s || s), length(s || s), ...`), so each must be
+# quick. Work that needs larger values fails there and runs again in a worker thread.
+MAX_VALUE_BYTES_ON_EVENT_LOOP = 1024 * 1024
+
 # The most memory SQLite may hold at once in this process, all connections together: a statement that
 # needs more (wide rows of large values) fails instead of exhausting the machine's memory.
 MAX_SQLITE_HEAP_BYTES = 512 * 1024 * 1024
@@ -223,7 +228,7 @@ def _open_read_only(path: Path, on_event_loop: bool, *, keeps_authorizer: bool) 
     uri = path.resolve().as_uri() + "?mode=ro"
     connection = _connect(uri, uri=True, busy_timeout=0 if on_event_loop else _BUSY_TIMEOUT)
     connection.execute("PRAGMA query_only = ON")
-    steps = _PROGRESS_STEPS_ON_EVENT_LOOP if on_event_loop else _PROGRESS_STEPS
+    steps = _limits_for(connection, on_event_loop)
     return GuardedConnection(connection, reader_authorizer, keeps_authorizer=keeps_authorizer, progress_steps=steps)
 
 
@@ -231,8 +236,16 @@ def open_writer(path: Path, *, on_event_loop: bool = False) -> GuardedConnection
     """A read-write connection for approved statements and their dry runs, in worker threads or
     `on_event_loop`."""
     connection = _connect(str(path), uri=False, busy_timeout=0 if on_event_loop else _BUSY_TIMEOUT)
-    steps = _PROGRESS_STEPS_ON_EVENT_LOOP if on_event_loop else _PROGRESS_STEPS
-    return GuardedConnection(connection, None, progress_steps=steps)
+    return GuardedConnection(connection, None, progress_steps=_limits_for(connection, on_event_loop))
+
+
+def _limits_for(connection: sqlite3.Connection, on_event_loop: bool) -> int:
+    """Set the connection's limits for where it runs (on the event loop: `MAX_VALUE_BYTES_ON_EVENT_LOOP`), and
+    return how many steps of SQLite's program pass between its checks of the time limit."""
+    if not on_event_loop:
+        return _PROGRESS_STEPS
+    connection.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, MAX_VALUE_BYTES_ON_EVENT_LOOP)
+    return _PROGRESS_STEPS_ON_EVENT_LOOP
 
 
 def check_database_file(path: Path) -> None:

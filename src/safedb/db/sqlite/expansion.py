@@ -140,6 +140,33 @@ def _capped_sum(sizes: Iterable[int]) -> int:
     return total
 
 
+_QUERY_WORDS = frozenset({"select", "values", "with"})
+
+
+def subquery_depth(sql: str) -> int:
+    """How deeply the statement nests queries in parentheses (`(SELECT ...)`, `(VALUES ...)`, `(WITH ...)`).
+
+    SQLite flattens a subquery in FROM into the query around it, putting a copy of the subquery's expression
+    in place of every reference to its column: `SELECT x + x + x AS x FROM (...)` nested twelve times is a
+    program of a million instructions, seconds of compiling, from some 300 characters. The copies depend on
+    how the names resolve, so only the nesting is counted here, to keep deep statements off the event loop;
+    the size of what they compile to is bounded where they are compiled (`inspector`)."""
+    depth = deepest = 0
+    opened: list[bool] = []
+    previous: _Token | None = None
+    for token in _tokens(sql):
+        if previous is not None and _is_mark(previous, "(") and token[1] == _WORD and token[0] in _QUERY_WORDS:
+            opened[-1] = True
+            depth += 1
+            deepest = max(deepest, depth)
+        if _is_mark(token, "("):
+            opened.append(False)
+        elif _is_mark(token, ")") and opened:
+            depth -= opened.pop()
+        previous = token
+    return deepest
+
+
 def _tokens(sql: str) -> Iterator[_Token]:
     for match in _TOKEN.finditer(sql):
         kind, text = match.lastgroup, match.group()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import re
 import sqlite3
 from collections.abc import Mapping
@@ -48,7 +49,11 @@ def without_trailing_empty_statements(sql: str) -> str:
     if end < 0 or end == len(sql.rstrip(_SQL_SPACE)) - 1:  # no `;`, or just one: Python takes it as it is
         return sql
     statement = sql[: end + 1]
-    return statement if sqlite3.complete_statement(statement) else sql
+    try:
+        complete = sqlite3.complete_statement(statement)
+    except (UnicodeEncodeError, ValueError):  # a lone surrogate or a NUL: refused as an invalid statement later
+        return sql
+    return statement if complete else sql
 
 
 @dataclass(frozen=True)
@@ -114,7 +119,7 @@ def inspect_statement(connection: sqlite3.Connection, sql: str, schema: SchemaFa
     connection.set_authorizer(record)
     try:
         cursor = connection.execute(sql if explain_only else f"EXPLAIN {sql}")
-        program = [] if explain_only else [Instruction(str(row[1]), int(row[3]), int(row[4]), row[5]) for row in cursor]
+        program = [] if explain_only else _program(cursor, sql)
     except sqlite3.ProgrammingError as exc:
         if "one statement at a time" in str(exc):
             raise MultipleStatements from exc
@@ -141,6 +146,27 @@ def inspect_statement(connection: sqlite3.Connection, sql: str, schema: SchemaFa
         if change.kind is ChangeKind.CREATE and change.target.type is ObjectType.VIRTUAL_TABLE:
             _refuse_taking_over_tables(connection, change.target)
     return classification
+
+
+# The longest program a statement may compile to, per character of its text and at least: a long list of values
+# takes an instruction or two per value; subqueries nested and copied into each other many times over (see
+# `expansion.subquery_depth`) take millions for a few hundred characters, each one a Python object here.
+_PROGRAM_STEPS_PER_CHARACTER = 4
+_PROGRAM_STEPS_AT_LEAST = 200_000
+
+
+def _program(cursor: sqlite3.Cursor, sql: str) -> list[Instruction]:
+    """The instructions `EXPLAIN` lists, read up to the bound above (InvalidStatement past it)."""
+    bound = max(_PROGRAM_STEPS_AT_LEAST, _PROGRAM_STEPS_PER_CHARACTER * len(sql))
+    rows = itertools.islice(cursor, bound + 1)
+    program = [Instruction(str(row[1]), int(row[3]), int(row[4]), row[5]) for row in rows]
+    if len(program) > bound:
+        raise InvalidStatement(
+            f"SQLite cannot run this statement: it compiles to a program of more than {bound:,} instructions (its "
+            "subqueries copy each other's expressions over and over). Nothing was run. Nest fewer subqueries, or "
+            "keep their rows in a table."
+        )
+    return program
 
 
 def _shadow_tables_written(
