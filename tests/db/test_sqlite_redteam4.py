@@ -30,7 +30,7 @@ import pytest
 
 from safedb.db.backend import QueryLimits
 from safedb.db.sqlite.backend import SqliteDatabase
-from safedb.errors import InvalidStatement, QueryTimeout
+from safedb.errors import InvalidStatement, QueryFailed, QueryTimeout
 from tests.helpers import watching_the_loop
 
 pytestmark = pytest.mark.anyio
@@ -138,6 +138,29 @@ async def test_subqueries_flattened_many_times_over_do_not_hold_up_the_event_loo
                 return exc
 
         _, longest = await watching_the_loop(classify)
+    finally:
+        await database.aclose()
+    assert longest < 0.25, f"the event loop was held up for {longest:.2f} s"
+    assert isinstance(_, InvalidStatement), "a program of a million instructions was not refused"
+
+
+async def test_an_explain_of_subqueries_flattened_many_times_over_is_read_off_the_event_loop(
+    database_file: Path,
+) -> None:
+    """`EXPLAIN` of the same lists the program rather than compiling it for SafeDB, and is a read; reading it
+    compiles it again."""
+    database = SqliteDatabase(database_file, QueryLimits(statement_timeout=2.0))
+    try:
+        classification = await database.classify("EXPLAIN " + flattened(12))
+        assert classification.read_only
+
+        async def read() -> object:
+            try:
+                return await database.read(classification)
+            except QueryFailed as exc:  # out of SQLite's memory, or past the time limit: both fine
+                return exc
+
+        _, longest = await watching_the_loop(read)
     finally:
         await database.aclose()
     assert longest < 0.25, f"the event loop was held up for {longest:.2f} s"

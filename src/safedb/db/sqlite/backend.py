@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import math
 import os
@@ -228,7 +229,7 @@ class SqliteDatabase:
         version = schema_version(inspector)
         if (known := self._known_statements.get(sql, version)) is not None:
             return known
-        if on_event_loop and subquery_depth(sql) > _SUBQUERY_DEPTH_ON_EVENT_LOOP:
+        if on_event_loop and _nests_deeply(sql):
             raise _TooDeepForTheEventLoop
         classification = inspect_statement(inspector, sql, self._schema_at(inspector, version))
         if schema_version(inspector) == version:  # else the schema changed while compiling
@@ -421,13 +422,24 @@ class _TooDeepForTheEventLoop(Exception):
     """See `_SUBQUERY_DEPTH_ON_EVENT_LOOP`."""
 
 
+@functools.lru_cache(maxsize=1024)  # asked on every call of a statement that runs on the event loop
+def _nests_deeply(statement: str) -> bool:
+    return subquery_depth(statement) > _SUBQUERY_DEPTH_ON_EVENT_LOOP
+
+
 def _short_steps_only(classification: Classification) -> bool:
     """Whether the statement may run on the event loop's thread: each step of its program is short. SQLite
     checks its time limit only where its program jumps, so a row of many expressions runs to its end: their
     functions must be bounded (`calls_only_bounded_functions`), the values they build small (the event loop's
     connections build none past `connections.MAX_VALUE_BYTES_ON_EVENT_LOOP`), and the statement short, since
-    each expression it writes may be one more such step."""
-    return len(classification.statement) <= INLINE_STATEMENT_CHARS and calls_only_bounded_functions(classification)
+    each expression it writes may be one more such step; and it must not nest subqueries deeply, which SQLite
+    may take long to compile again (`EXPLAIN` of one is read-only)."""
+    statement = classification.statement
+    return (
+        len(statement) <= INLINE_STATEMENT_CHARS
+        and calls_only_bounded_functions(classification)
+        and not _nests_deeply(statement)
+    )
 
 
 def _in_transaction(approved: Classification) -> bool:
