@@ -64,13 +64,21 @@ SETUP = (
     "CREATE TABLE docs (id integer, x text)",
     "INSERT INTO docs VALUES (1, '<a>1</a>')",
     "CREATE SEQUENCE tickets",
+    # A range type: PostgreSQL gives it constructors, and a cast to its multirange, written in `internal`.
+    "CREATE TYPE floatrange AS RANGE (subtype = float8, subtype_diff = float8mi)",
+    "CREATE TABLE spans (id integer, span floatrange)",
     "CREATE TABLE plain (id integer, v integer)",
     "INSERT INTO plain VALUES (1, 1)",
 )
 
 
 def _superuser_setup(server: PostgresServer, name: str) -> tuple[str, ...]:
-    return ("CREATE EXTENSION xml2", "CREATE EXTENSION isn")
+    return (
+        "CREATE EXTENSION xml2",
+        "CREATE EXTENSION isn",
+        # Only a superuser may write a function in `internal`; this one runs a built-in that is no constructor.
+        "CREATE FUNCTION public.text_length(text) RETURNS integer LANGUAGE internal IMMUTABLE STRICT AS 'textlen'",
+    )
 
 
 @pytest.fixture(scope="module")
@@ -188,3 +196,21 @@ async def test_isn_weak_mode_set_by_a_dry_run_does_not_reach_an_approved_write(p
         assert outcome.rows_affected == 0, "the writer session is still in isn's weak mode"
     finally:
         await database.aclose()
+
+
+@pytest.mark.parametrize(
+    "sql",
+    ["SELECT * FROM spans", "SELECT floatrange(1, 2)", "SELECT floatmultirange(floatrange(1, 2))"],
+)
+async def test_the_constructors_of_a_range_type_are_harmless(pg: PgDatabase, sql: str) -> None:
+    """They are written in `internal` (built-in C code), which SafeDB cannot examine: every read of a table with a
+    column of a user-defined range type asked (the cast from the range to its multirange is one)."""
+    (classification,) = await pg.classifications(sql)
+
+    assert classification.read_only, classification.summary()
+
+
+async def test_another_internal_function_still_asks(pg: PgDatabase) -> None:
+    (classification,) = await pg.classifications("SELECT public.text_length('abc')")
+
+    assert not classification.read_only

@@ -183,7 +183,8 @@ WHERE o.oid >= 16384
 # functions, its user-defined parameter and result types, and whether a parameter is polymorphic.
 _DEFINITIONS_SQL = f"""
 SELECT n.nspname, p.proname, {_VOLATILITY}, {EXTENSION_MEMBER}, p.oid, l.lanname::text, p.prosecdef, p.proowner,
-       CASE WHEN p.prokind <> 'a' AND l.lanname IN ('sql', 'plpgsql') THEN pg_get_functiondef(p.oid) END,
+       CASE WHEN p.prokind <> 'a' AND l.lanname IN ('sql', 'plpgsql') THEN pg_get_functiondef(p.oid)
+            WHEN l.lanname = 'internal' THEN p.prosrc END,
        (SELECT substr(setting, length('search_path=') + 1) FROM unnest(p.proconfig) AS setting
         WHERE setting LIKE 'search\\_path=%%'),
        (SELECT substr(setting, length('standard_conforming_strings=') + 1) FROM unnest(p.proconfig) AS setting
@@ -204,7 +205,8 @@ class FunctionDefinition:
     function: CatalogFunction
     language: str
     definition: str | None
-    """`CREATE FUNCTION` for an SQL or PL/pgSQL function; None for an aggregate or another language."""
+    """`CREATE FUNCTION` for an SQL or PL/pgSQL function, the name of the built-in C function an `internal` one
+    runs; None for an aggregate or another language."""
     security_definer: bool
     """It runs with its owner's rights (`SECURITY DEFINER`)."""
     owner: int

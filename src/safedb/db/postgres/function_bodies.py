@@ -37,6 +37,15 @@ MAX_EXAMINED = 64
 """The most function bodies examined for one statement; a read reaching more asks."""
 
 
+# The built-in C functions behind the constructors PostgreSQL creates with a range type (`floatrange(1, 2)`, and its
+# multirange's, also the cast from the range to its multirange), in the type's schema and owned by its creator:
+# they only build a value.
+_TYPE_CONSTRUCTORS = frozenset(
+    {"range_constructor2", "range_constructor3", "multirange_constructor0", "multirange_constructor1",
+     "multirange_constructor2"}
+)  # fmt: skip
+
+
 @dataclass(frozen=True)
 class _Context:
     """How a call of the function runs: in which search path (None: the reader's), with whose rights."""
@@ -128,7 +137,9 @@ class _Examination:
         self, definition: catalog.FunctionDefinition, path: str | None, owner: int | None
     ) -> list[CatalogFunction]:
         """The functions the body reaches, looked up in `path`. Raises as `_examine` does."""
-        if definition.definition is None:
+        if definition.language == "internal" and definition.definition in _TYPE_CONSTRUCTORS:
+            return []
+        if definition.definition is None or definition.language == "internal":
             raise Unexaminable(f"is written in {definition.language}, whose code SafeDB cannot examine")
         if definition.string_syntax not in (None, "on"):
             # `'x\'' , f() --'`: one string to SafeDB's parser, a call of f() with the legacy syntax.
