@@ -1,4 +1,4 @@
-"""Fourth red-team pass over the SQLite backend: what it found, as tests.
+"""Sixth red-team pass over the SQLite backend: what it found, as tests.
 
 - SQLite checks its progress handler and `sqlite3_interrupt()` only when its program jumps (the bottom of a
   loop, a Goto). One row whose result columns each concatenate a 32 MiB string (`s || s`, an operator, so the
