@@ -276,6 +276,8 @@ async def waiting_modern(target: Target, count: int, concurrency: int, reads: in
     """2026-07-28: issue `count` DELETE calls and keep their InputRequiredResults (nothing waits on the
     server but what the sealed requestState carries); measure the server, read meanwhile, then answer all."""
     await _warm_up(target, MODERN_VERSION, warmup_calls)
+    # Connections open before the baseline: they are not waiting calls.
+    connections = [await target.connect() for _ in range(concurrency)]
     rss0 = await _settled_rss(target.pid)
     caller = ModernCaller()
     questions: list[dict[str, Any]] = [{} for _ in range(count)]
@@ -295,7 +297,6 @@ async def waiting_modern(target: Target, count: int, concurrency: int, reads: in
             response = await caller.answer(connection, index + 1, DESTRUCTIVE, questions[index])
             finals[index] = executed(response.messages[-1])
 
-    connections = [await target.connect() for _ in range(concurrency)]
     try:
         started = time.perf_counter()
         await asyncio.gather(*(issue(connection) for connection in connections))
@@ -344,6 +345,10 @@ async def waiting_handshake(target: Target, count: int, concurrency: int, reads:
     """2025-11-25: `count` sessions, each with a DELETE call waiting in elicitation (its SSE stream open);
     measure the server, read on a fresh session meanwhile, then answer all and read every result."""
     await _warm_up(target, HANDSHAKE_VERSION, warmup_calls)
+    # The connections that will answer open before the baseline: they are not waiting calls.
+    answer_pool: asyncio.Queue[Connection] = asyncio.Queue()
+    for _ in range(concurrency):
+        answer_pool.put_nowait(await target.connect())
     rss0 = await _settled_rss(target.pid)
     gate = asyncio.Semaphore(concurrency)
     waiting: list[tuple[PendingCall, dict[str, Any]]] = []
@@ -354,10 +359,6 @@ async def waiting_handshake(target: Target, count: int, concurrency: int, reads:
             session = await HandshakeSession.open(connection)
             pending = await PendingCall.start(session, connection, DESTRUCTIVE)
             waiting.append((pending, await pending.until_elicitation()))
-
-    answer_pool: asyncio.Queue[Connection] = asyncio.Queue()
-    for _ in range(concurrency):
-        answer_pool.put_nowait(await target.connect())
 
     async def finish(pending: PendingCall, elicitation: dict[str, Any]) -> bool:
         async with gate:
