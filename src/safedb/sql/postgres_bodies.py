@@ -14,12 +14,12 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from pglast import ast, parse_plpgsql, parse_sql
+from pglast import ast, parse_plpgsql
 from pglast.parser import ParseError
 from pglast.stream import RawStream
 
 from safedb.errors import SafeDBError
-from safedb.sql.postgres_classifier import PostgresStatement, analyze_statement
+from safedb.sql.postgres_classifier import PostgresStatement, analyze_statement, parse_statements
 
 EXAMINED_LANGUAGES = frozenset({"sql", "plpgsql"})
 
@@ -62,13 +62,16 @@ def read_body(language: str, definition: str) -> Body:
         return Body(tuple(map(analyze_statement, _sql_texts(definition))))
     except (ParseError, ValueError) as exc:
         raise Unexaminable(f"has a body SafeDB cannot parse ({exc})") from None
+    except RecursionError:
+        # Writing a `BEGIN ATOMIC` body's statements back as text recurses once per level of an expression.
+        raise Unexaminable("has a body nested too deeply for SafeDB to examine") from None
     except SafeDBError as exc:
         first_sentence = str(exc).split(". ")[0].rstrip(".")
         raise Unexaminable(f"runs a statement SafeDB would refuse ({first_sentence})") from None
 
 
 def _sql_texts(definition: str) -> Iterator[str]:
-    (raw,) = parse_sql(definition)
+    (raw,) = parse_statements(definition)
     create = raw.stmt
     if not isinstance(create, ast.CreateFunctionStmt):
         raise ValueError("not a function definition")
@@ -84,7 +87,7 @@ def _sql_texts(definition: str) -> Iterator[str]:
 
 
 def _statement_texts(body: str) -> Iterator[str]:
-    for raw in parse_sql(body):
+    for raw in parse_statements(body):
         start = raw.stmt_location or 0
         yield body[start : start + raw.stmt_len] if raw.stmt_len else body[start:]
 

@@ -140,7 +140,7 @@ def parse_one(sql: str) -> tuple[ast.RawStmt, str]:
             f"{MAX_STATEMENT_CHARS:,} characters."
         )
     try:
-        statements = parse_sql(sql) if len(sql) <= _SHORT_STATEMENT_CHARS else _parse_on_large_stack(sql)
+        statements = parse_statements(sql)
     except ParseError as exc:
         raise InvalidStatement(f"PostgreSQL cannot parse this statement: {exc}") from exc
     except ValueError as exc:  # e.g. text the parser cannot encode
@@ -154,6 +154,12 @@ def parse_one(sql: str) -> tuple[ast.RawStmt, str]:
     start = raw.stmt_location or 0
     end = start + raw.stmt_len if raw.stmt_len else len(sql)
     return raw, sql[start:end].strip()
+
+
+def parse_statements(sql: str) -> tuple[ast.RawStmt, ...]:
+    """`parse_sql(sql)`, on the thread with a large stack when `sql` is long enough to overflow another's: any
+    text SafeDB parses, also a function body the catalog holds (which PostgreSQL may never have parsed)."""
+    return parse_sql(sql) if len(sql) <= _SHORT_STATEMENT_CHARS else _parse_on_large_stack(sql)
 
 
 def _parse_on_large_stack(sql: str) -> tuple[ast.RawStmt, ...]:

@@ -34,6 +34,7 @@ from safedb.db.postgres.connections import (
     set_statement_timeout,
     translated_errors,
 )
+from safedb.db.postgres.counting import count_is_a_read
 from safedb.db.postgres.impact import measure_impact, quoted_tables
 from safedb.db.postgres.results import fetch_guarded, fetch_row_by_row, run_counted, size_guarded, streamed
 from safedb.errors import ChangedSinceQuestion, QueryFailed, QueryTimeout, RowCountChanged
@@ -205,11 +206,14 @@ class PostgresDatabase:
                 if not found:
                     return None
                 relation = found[0]
+                # Counting plans the table and runs its policies: only where that is a read (`counting`).
+                await catalog.without_jit(connection)
+                counted = await count_is_a_read(connection, relation.identifier().as_string(connection))
                 return TableDescription(
                     name=relation.display_name,
                     type=relation.type,
                     columns=await catalog.columns(connection, relation),
-                    row_count=await catalog.row_count(connection, relation),
+                    row_count=await catalog.row_count(connection, relation) if counted else None,
                     sql=await catalog.definition(connection, relation),
                 )
 

@@ -32,6 +32,7 @@ from safedb.db.postgres.connections import (
     server_message,
     set_statement_timeout,
 )
+from safedb.db.postgres.counting import count_is_a_read
 from safedb.db.postgres.results import run_counted
 from safedb.db.postgres.stored_code import EXTENSION_MEMBER, MET_TYPES, PATTERNS, REACHED_CODE
 from safedb.sql.classification import ChangeKind, Classification, DatabaseObject, ObjectType
@@ -179,6 +180,18 @@ _CASCADES = {
     ),
 }
 
+# The user triggers a TRUNCATE of the targets runs: on them, the tables it may empty with them (CASCADE) and
+# their children. Bit 5 of tgtype is TRIGGER_TYPE_TRUNCATE.
+_TRUNCATE_TRIGGERS_SQL = f"""
+WITH RECURSIVE {_CLOSURE}
+SELECT t.tgname || ' on ' || t.tgrelid::regclass::text FROM pg_trigger t JOIN closure ON closure.oid = t.tgrelid
+WHERE NOT t.tgisinternal AND t.tgenabled <> 'D' AND t.tgtype & 32 <> 0 ORDER BY 1
+"""
+# Event triggers fire on DDL (CREATE, ALTER, DROP, GRANT, COMMENT...), whichever objects it names.
+_EVENT_TRIGGER_NAMES_SQL = """
+SELECT evtname || ' (' || evtevent || coalesce(' of ' || array_to_string(evttags, ', '), '') || ')'
+FROM pg_event_trigger WHERE evtenabled <> 'D' ORDER BY 1
+"""
 _DRY_RUN_LOCK_WAIT = "100ms"
 _EVENT_TRIGGERS_SQL = "SELECT EXISTS (SELECT 1 FROM pg_event_trigger WHERE evtenabled <> 'D')"
 _CASCADED = "drop cascades to "
@@ -244,6 +257,7 @@ async def measure_impact(
                     obstacles = await _obstacles(reader, statement, classification)
                 else:
                     object_lines = await _object_lines(reader, classification, pools)
+                    object_lines += await _trigger_lines(reader, classification)
             if data_change:
                 impact = await _data_impact(pools, statement, classification, obstacles, seconds)
             elif changed := [kind for kind in classification.kinds if kind in _DRY_RUN_KINDS]:
@@ -452,6 +466,27 @@ async def _cascade_lines(connection: Connection, classification: Classification)
     return lines
 
 
+async def _trigger_lines(connection: Connection, classification: Classification) -> list[str]:
+    """The triggers a change that is not a plain data change runs besides (a data change with triggers gets no
+    dry run, and its question says why): TRUNCATE triggers, and event triggers for anything but TRUNCATE."""
+    lines = []
+    truncated = [_quoted(c.target) for c in classification.changes if c.kind is ChangeKind.TRUNCATE]
+    if truncated:
+        cursor = await connection.execute(_TRUNCATE_TRIGGERS_SQL, {"targets": truncated})
+        if names := [name for (name,) in await cursor.fetchall()]:
+            lines.append(f"TRUNCATE triggers run with it: {_listed(names)}.")
+    if any(kind is not ChangeKind.TRUNCATE for kind in classification.kinds):
+        cursor = await connection.execute(_EVENT_TRIGGER_NAMES_SQL)
+        if names := [name for (name,) in await cursor.fetchall()]:
+            lines.append(f"Event triggers may run with it: {_listed(names)}.")
+    return lines
+
+
+def _listed(names: list[str]) -> str:
+    shown = ", ".join(names[:_NAMES_SHOWN])
+    return shown if len(names) <= _NAMES_SHOWN else f"{shown} and {len(names) - _NAMES_SHOWN} more"
+
+
 async def _drop_lines(pools: Pools, statement: PostgresStatement, seconds: float) -> list[str]:
     """What a DROP takes with it (`CASCADE`), or that PostgreSQL will refuse it, as PostgreSQL itself reports
     from a dry run that is rolled back. Not made while event triggers exist: they could act on the drop."""
@@ -540,10 +575,7 @@ async def _owned_line(connection: Connection, role: str) -> str:
         return f"DROP OWNED BY {role}: it owns nothing in this database; only its privileges are revoked."
     parts = []
     for kind, names in owned.items():
-        shown = ", ".join(names[:_NAMES_SHOWN])
-        if len(names) > _NAMES_SHOWN:
-            shown += f" and {len(names) - _NAMES_SHOWN} more"
-        parts.append(f"{wording.count(len(names), kind)} ({shown})")
+        parts.append(f"{wording.count(len(names), kind)} ({_listed(names)})")
     return (
         f"DROP OWNED BY {role} drops everything it owns in this database, {_bytes(total_size)} in all, "
         f"and revokes its privileges: {'; '.join(parts)}."
@@ -558,8 +590,9 @@ async def _object_line(connection: Connection, kind: ChangeKind, target: Databas
         if row is None:
             return None
         relkind, size, estimate, row_security = row
-        # Counting would run the table's policies, whose functions nobody has judged: the estimate then.
-        counted = relkind in ("r", "p", "m") and not row_security
+        # Counting would run the table's policies, and planning it folds the code stored with it (partition
+        # keys, statistics, indexes): the estimate then, unless counting is a read SafeDB would run at once.
+        counted = relkind in ("r", "p", "m") and not row_security and await count_is_a_read(connection, _quoted(target))
         count = await _exact_count(connection, target) if counted else None
         rows = wording.rows(count) if count is not None else f"about {wording.rows(max(int(estimate), 0))}"
         held = f"{rows}, {_bytes(int(size))}" if relkind in ("r", "p", "m") else _bytes(int(size))
