@@ -30,7 +30,7 @@ from safedb.db.backend import (
 from safedb.db.results import fetch_capped
 from safedb.db.sqlite import connections
 from safedb.db.sqlite.connections import Authorizer, GuardedConnection, quote_identifier
-from safedb.db.sqlite.expansion import subquery_depth
+from safedb.db.sqlite.expansion import statement_nesting, subquery_depth
 from safedb.db.sqlite.impact import may_replace, measure_impact, rows_changed
 from safedb.db.sqlite.inspector import SchemaFacts, inspect_statement, schema_facts, schema_version, shadow_table_names
 from safedb.db.sqlite.known_statements import KnownStatements
@@ -231,9 +231,19 @@ class SqliteDatabase:
             return known
         if on_event_loop and _nests_deeply(sql):
             raise _TooDeepForTheEventLoop
-        classification = inspect_statement(inspector, sql, self._schema_at(inspector, version))
+        schema = self._schema_at(inspector, version)
+        # The views it names and the triggers it fires are compiled into it too, nesting what they nest (its own
+        # nesting is `_nests_deeply`; reading a long text again costs, so only when the schema nests anything).
+        deep_through_schema = (
+            bool(schema.nesting) and statement_nesting(sql, schema.nesting) > _SUBQUERY_DEPTH_ON_EVENT_LOOP
+        )
+        if on_event_loop and deep_through_schema:
+            raise _TooDeepForTheEventLoop
+        classification = inspect_statement(inspector, sql, schema)
         if schema_version(inspector) == version:  # else the schema changed while compiling
             self._known_statements.add(sql, version, classification)
+            if deep_through_schema:  # its read or dry run compiles it again: in a worker thread too
+                self._known_statements.mark_long_running(sql)
         return classification
 
     def _schema_at(self, connection: sqlite3.Connection, version: int) -> SchemaFacts:
@@ -273,7 +283,7 @@ class SqliteDatabase:
                 connection, classification, lambda: approved_only(classification, shadow_table_names(connection))
             )
 
-        if _short_steps_only(classification):
+        if _short_steps_only(classification) and not self._known_statements.long_running(classification.statement):
             with contextlib.suppress(QueryFailed):  # a lock, or past the budget: in a worker thread
                 return self._inline(self._inline_writer, measure, self.limits.preview_timeout)
 
@@ -287,7 +297,12 @@ class SqliteDatabase:
         def run(connection: sqlite3.Connection) -> WriteOutcome:
             return self._run_approved(connection, approved, approved_rows)
 
-        if _in_transaction(approved) and _short_steps_only(approved) and self._recent_writes.within_budget():
+        if (
+            _in_transaction(approved)
+            and _short_steps_only(approved)
+            and not self._known_statements.long_running(approved.statement)
+            and self._recent_writes.within_budget()
+        ):
             # Rolled back when it fails: a lock, past the budget, or an error the worker thread will report.
             try:
                 with self._recent_writes.timing():
@@ -330,7 +345,7 @@ class SqliteDatabase:
             returns_rows = not all(kind.category is ChangeCategory.SCHEMA for kind in approved.kinds)
             columns = [column[0] for column in cursor.description or ()] if returns_rows else []
             returned = fetch_capped(cursor, columns, self.limits) if columns else None
-            cursor.fetchall()  # finish the statement even when RETURNING rows were capped
+            connections.drain(cursor)  # finish the statement even when RETURNING rows were capped
             # Only data changes have a count to hold to, and they always run in a transaction.
             if approved_rows is not None and (total := rows_changed(connection, total_before)) != approved_rows:
                 raise RowCountChanged(approved_rows, total)

@@ -165,7 +165,11 @@ class GuardedConnection:
                     raise QueryTimeout(seconds) from exc
                 raise QueryFailed(f"The database reported an error: {exc}") from exc
             except MemoryError as exc:
-                raise QueryFailed(f"The database reported an error: {OUT_OF_MEMORY}") from exc
+                raise QueryFailed(
+                    f"The database reported an error: {OUT_OF_MEMORY} (SafeDB lets SQLite hold "
+                    f"{MAX_SQLITE_HEAP_BYTES // 2**20} MiB at most, all statements together: a LIMIT, a narrower "
+                    "WHERE or an index keeps a sort or grouping within it)."
+                ) from exc
             finally:
                 with self._holder_lock:
                     self._holder = None
@@ -199,6 +203,14 @@ def was_stopped(exc: sqlite3.Error) -> bool:
     return str(exc) == "interrupted" or primary_code in _STOPPED_CODES
 
 
+def drain(cursor: sqlite3.Cursor) -> None:
+    """Run the statement of `cursor` to its end, one row at a time, throwing its rows away: Python's copies of
+    the rows a change RETURNs are outside SQLite's heap limit, and each may hold values of up to
+    `MAX_VALUE_BYTES` (`fetchall()`, or even `fetchmany(256)`, held them all at once)."""
+    for _ in cursor:
+        pass
+
+
 def commit(connection: sqlite3.Connection) -> None:
     """COMMIT without the session's time limit: SQLite may report a commit stopped halfway as failed after
     it took effect. The next session sets the limit again."""
@@ -228,6 +240,10 @@ def _open_read_only(path: Path, on_event_loop: bool, *, keeps_authorizer: bool) 
     uri = path.resolve().as_uri() + "?mode=ro"
     connection = _connect(uri, uri=True, busy_timeout=0 if on_event_loop else _BUSY_TIMEOUT)
     connection.execute("PRAGMA query_only = ON")
+    # Rows a read sorts, groups or materializes past the page cache go to temporary files by default, which
+    # MAX_SQLITE_HEAP_BYTES does not count: an endless sort wrote gigabytes of them within its time limit (on a
+    # `/tmp` in memory, memory). Kept in memory, they fail the read past that limit instead.
+    connection.execute("PRAGMA temp_store = MEMORY")
     steps = _limits_for(connection, on_event_loop)
     return GuardedConnection(connection, reader_authorizer, keeps_authorizer=keeps_authorizer, progress_steps=steps)
 

@@ -167,6 +167,46 @@ def subquery_depth(sql: str) -> int:
     return deepest
 
 
+def nesting_depths(brought_in: Mapping[str, Iterable[str]]) -> dict[str, int]:
+    """How deeply naming each schema name nests subqueries, by lower-cased name: `brought_in` gives, per name,
+    the definitions SQLite compiles into a statement that names it (a view's; the triggers on a table, for a
+    statement that changes it). Each counts its own nesting (`subquery_depth`) and, through the names it holds,
+    the deepest of what those bring in, once (a trigger may name its own table). Names that nest nothing are
+    left out."""
+    definitions = {name: list(texts) for name, texts in brought_in.items()}
+    own = {name: max((subquery_depth(text) for text in texts), default=0) for name, texts in definitions.items()}
+    names = {
+        name: {text for sql in texts for text, kind in _tokens(sql) if kind != _MARK and text in definitions} - {name}
+        for name, texts in definitions.items()
+    }
+    depths: dict[str, int] = {}
+    for start in definitions:
+        if start in depths:
+            continue
+        # Depth first with a stack of its own, as in `_Expansion`; a name on the path to itself counts as nothing.
+        path, pending = [start], [iter(names[start])]
+        while pending:
+            other = next(pending[-1], None)
+            if other is None:
+                current = path.pop()
+                pending.pop()
+                named = (1 + depths.get(name, 0) for name in names[current] if name not in path)
+                depths[current] = own[current] + max(named, default=0)
+            elif other not in depths and other not in path:
+                path.append(other)
+                pending.append(iter(names[other]))
+    return {name: depth for name, depth in depths.items() if depth > 0}
+
+
+def statement_nesting(sql: str, depths: Mapping[str, int]) -> int:
+    """How deeply `sql` nests subqueries, counting what the schema names it holds bring in (`nesting_depths`)."""
+    own = subquery_depth(sql)
+    if not depths:
+        return own
+    brought = (depths[text] for text, kind in _tokens(sql) if kind != _MARK and text in depths)
+    return own + max((1 + depth for depth in brought), default=0)
+
+
 def _tokens(sql: str) -> Iterator[_Token]:
     for match in _TOKEN.finditer(sql):
         kind, text = match.lastgroup, match.group()

@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 from safedb import wording
 from safedb.db.backend import Impact
-from safedb.db.sqlite.connections import OUT_OF_MEMORY, quote_identifier, roll_back, was_stopped
+from safedb.db.sqlite.connections import OUT_OF_MEMORY, drain, quote_identifier, roll_back, was_stopped
 from safedb.sql.classification import ChangeCategory, ChangeKind, Classification, ObjectType
 from safedb.sql.structure import says_replace
 
@@ -50,9 +50,7 @@ def _dry_run(
     try:
         connection.set_authorizer(authorizer())
         before = connection.total_changes
-        cursor = connection.execute(classification.statement)
-        while cursor.fetchmany(256):
-            pass
+        drain(connection.execute(classification.statement))
         connection.set_authorizer(None)
         total = rows_changed(connection, before)
         # The statement's own rows, without its triggers' (shown, not bound).

@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from safedb.db.sqlite.connections import quote_identifier, was_stopped
-from safedb.db.sqlite.expansion import COPY_LIMIT, Definition, copied_tokens, view_definition
+from safedb.db.sqlite.expansion import COPY_LIMIT, Definition, copied_tokens, nesting_depths, view_definition
 from safedb.errors import DeniedByPolicy, EmptyStatement, InvalidStatement, MultipleStatements
 from safedb.sql.classification import ChangeKind, Classification, DatabaseObject, ObjectType
 from safedb.sql.sqlite_actions import (
@@ -64,16 +64,21 @@ class SchemaFacts:
     """See `shadow_table_names`."""
     views: Mapping[str, Definition] = field(default_factory=dict)
     """Every view, by lower-cased name."""
+    nesting: Mapping[str, int] = field(default_factory=dict)
+    """How deeply naming a view, or changing a table with triggers, nests subqueries (`nesting_depths`)."""
 
 
 def schema_facts(connection: sqlite3.Connection) -> SchemaFacts:
-    views = connection.execute(
-        "SELECT name, sql FROM main.sqlite_schema WHERE type = 'view' "
-        "UNION ALL SELECT name, sql FROM temp.sqlite_schema WHERE type = 'view'"
-    )
-    return SchemaFacts(
-        shadow_table_names(connection), {name.lower(): view_definition(sql or "") for name, sql in views}
-    )
+    rows = connection.execute(
+        "SELECT type, name, tbl_name, sql FROM main.sqlite_schema WHERE type IN ('view', 'trigger') "
+        "UNION ALL SELECT type, name, tbl_name, sql FROM temp.sqlite_schema WHERE type IN ('view', 'trigger')"
+    ).fetchall()
+    views = {name.lower(): view_definition(sql or "") for kind, name, _, sql in rows if kind == "view"}
+    # SQLite compiles a view into each statement that names it, and a table's triggers into each that changes it.
+    brought_in: dict[str, list[str]] = {}
+    for kind, name, table, sql in rows:
+        brought_in.setdefault((name if kind == "view" else table).lower(), []).append(sql or "")
+    return SchemaFacts(shadow_table_names(connection), views, nesting_depths(brought_in))
 
 
 def inspect_statement(connection: sqlite3.Connection, sql: str, schema: SchemaFacts) -> Classification:
