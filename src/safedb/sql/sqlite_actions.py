@@ -293,6 +293,11 @@ CHECK_CONSTRAINT = ProgramCall("check constraint")
 _CALLING_OPCODES = frozenset({"Function", "PureFunc"})
 
 
+# Every opcode the functions here look at: the rest of a program is not kept (a statement may compile to
+# hundreds of thousands of instructions, and so many objects make the garbage collector pause every thread).
+EXAMINED_OPCODES = _WRITE_OPCODES | _CALLING_OPCODES | {"Program", "Transaction"}
+
+
 def program_calls(program: list[Instruction]) -> frozenset[ProgramCall]:
     """The functions a compiled program calls, by name (P4 reads `instr(2)`), and `TRIGGER_PROGRAM` when it
     runs a trigger's program."""

@@ -14,6 +14,7 @@ from safedb.errors import DeniedByPolicy, EmptyStatement, InvalidStatement, Mult
 from safedb.sql.classification import ChangeKind, Classification, DatabaseObject, ObjectType
 from safedb.sql.sqlite_actions import (
     CHECK_CONSTRAINT,
+    EXAMINED_OPCODES,
     Action,
     AuthorizerEvent,
     Instruction,
@@ -161,11 +162,16 @@ _PROGRAM_STEPS_AT_LEAST = 200_000
 
 
 def _program(cursor: sqlite3.Cursor, sql: str) -> list[Instruction]:
-    """The instructions `EXPLAIN` lists, read up to the bound above (InvalidStatement past it)."""
+    """The instructions `EXPLAIN` lists whose opcodes SafeDB examines (`EXAMINED_OPCODES`), read up to the
+    bound above on the length of the whole program (InvalidStatement past it)."""
     bound = max(_PROGRAM_STEPS_AT_LEAST, _PROGRAM_STEPS_PER_CHARACTER * len(sql))
-    rows = itertools.islice(cursor, bound + 1)
-    program = [Instruction(str(row[1]), int(row[3]), int(row[4]), row[5]) for row in rows]
-    if len(program) > bound:
+    program = []
+    length = 0
+    for row in itertools.islice(cursor, bound + 1):
+        length += 1
+        if row[1] in EXAMINED_OPCODES:
+            program.append(Instruction(str(row[1]), int(row[3]), int(row[4]), row[5]))
+    if length > bound:
         raise InvalidStatement(
             f"SQLite cannot run this statement: it compiles to a program of more than {bound:,} instructions (its "
             "subqueries copy each other's expressions over and over). Nothing was run. Nest fewer subqueries, or "
