@@ -26,9 +26,10 @@ import sqlite3
 import threading
 import time
 import tracemalloc
-from collections.abc import Iterator
+from collections.abc import Awaitable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TypeVar
 
 import pytest
 
@@ -41,9 +42,21 @@ pytestmark = pytest.mark.anyio
 
 _MB = 1_000_000
 
+T = TypeVar("T")
+
 
 def _numbers(count: int) -> str:
     return f"(WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < {count}) SELECT x FROM c)"
+
+
+async def _with_peak(work: Awaitable[T]) -> tuple[T, int]:
+    """What `work` returns, and the most memory Python held while it ran."""
+    tracemalloc.start()
+    try:
+        result = await work
+        return result, tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
 
 
 async def test_a_dry_run_holds_one_returned_row_at_a_time(database_file: Path) -> None:
@@ -52,12 +65,7 @@ async def test_a_dry_run_holds_one_returned_row_at_a_time(database_file: Path) -
     database = SqliteDatabase(database_file, QueryLimits())
     try:
         classification = await database.classify(statement)
-        tracemalloc.start()
-        try:
-            impact = await database.preview(classification)
-            _, peak = tracemalloc.get_traced_memory()
-        finally:
-            tracemalloc.stop()
+        impact, peak = await _with_peak(database.preview(classification))
     finally:
         await database.aclose()
     assert impact.rows_affected == 12
@@ -71,12 +79,7 @@ async def test_an_approved_change_does_not_keep_every_returned_row(database_file
     try:
         classification = await database.classify(statement)
         impact = await database.preview(classification)
-        tracemalloc.start()
-        try:
-            outcome = await database.write(classification, impact.rows_affected)
-            _, peak = tracemalloc.get_traced_memory()
-        finally:
-            tracemalloc.stop()
+        outcome, peak = await _with_peak(database.write(classification, impact.rows_affected))
     finally:
         await database.aclose()
     assert outcome.rows_affected == 300

@@ -131,6 +131,21 @@ ENDER = (
     "AND usename = current_user AND pid <> pg_backend_pid() $$"
 )
 
+# Tables whose stored code the planner runs when it plans any statement on them: `folded_ender`, labelled
+# immutable (so folded, given constant arguments), ends sessions.
+FOLDED_ENDER_TABLES = (
+    "CREATE FUNCTION folded_ender() RETURNS integer LANGUAGE plpgsql IMMUTABLE AS "
+    "$$ BEGIN PERFORM ender(); RETURN 0; END $$",
+    # The relcache folds a partition key's expressions when it loads the key (any plan of the table).
+    "CREATE TABLE keyed_parted (id integer, v integer) PARTITION BY RANGE ((id + folded_ender()))",
+    "CREATE TABLE keyed_parted_low PARTITION OF keyed_parted FOR VALUES FROM (0) TO (1000)",
+    "INSERT INTO keyed_parted VALUES (1, 1)",
+    # The planner folds extended statistics expressions when it loads a relation's statistics objects.
+    "CREATE TABLE stats_expr (id integer, v integer)",
+    "INSERT INTO stats_expr SELECT g, g FROM generate_series(1, 100) AS g",
+    "CREATE STATISTICS stats_expr_folded ON (id + folded_ender()) FROM stats_expr",
+)
+
 
 def loopback_server(server: PostgresServer, name: str) -> tuple[str, ...]:
     """Superuser statements for a `postgres_fdw` server named `loopback` that reaches database `name` on

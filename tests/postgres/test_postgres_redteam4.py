@@ -25,6 +25,7 @@ from safedb.db.postgres import PostgresDatabase
 from safedb.errors import DeniedByPolicy, QueryFailed
 from tests.postgres.conftest import (
     ENDER,
+    FOLDED_ENDER_TABLES,
     PgDatabase,
     Victims,
     assert_asks_without_ending,
@@ -38,17 +39,7 @@ pytestmark = pytest.mark.anyio
 
 SETUP = (
     ENDER,
-    # Labelled immutable, so the planner folds a call of it with constant arguments; its body ends sessions.
-    "CREATE FUNCTION folded_ender() RETURNS integer LANGUAGE plpgsql IMMUTABLE AS "
-    "$$ BEGIN PERFORM ender(); RETURN 0; END $$",
-    # The relcache folds a partition key's expressions when it loads the key (any plan of the table).
-    "CREATE TABLE keyed_parted (id integer, v integer) PARTITION BY RANGE ((id + folded_ender()))",
-    "CREATE TABLE keyed_parted_low PARTITION OF keyed_parted FOR VALUES FROM (0) TO (1000)",
-    "INSERT INTO keyed_parted VALUES (1, 1)",
-    # The planner folds extended statistics expressions when it loads a relation's statistics objects.
-    "CREATE TABLE stats_expr (id integer, v integer)",
-    "INSERT INTO stats_expr SELECT g, g FROM generate_series(1, 100) AS g",
-    "CREATE STATISTICS stats_expr_folded ON (id + folded_ender()) FROM stats_expr",
+    *FOLDED_ENDER_TABLES,
     # EXPLAIN UPDATE/DELETE plans the actions of the target's rules, and the defaults of what they insert into.
     "CREATE TABLE ruled (id integer, v integer)",
     "CREATE TABLE ruled_log (id integer, n integer)",

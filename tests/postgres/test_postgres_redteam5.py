@@ -24,7 +24,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.postgres.conftest import ENDER, PgDatabase, Victims, database_with, ended
+from tests.postgres.conftest import ENDER, FOLDED_ENDER_TABLES, PgDatabase, Victims, database_with, ended
 from tests.postgres_server import PostgresServer
 
 pytestmark = pytest.mark.anyio
@@ -32,15 +32,7 @@ pytestmark = pytest.mark.anyio
 
 SETUP = (
     ENDER,
-    # Labelled immutable, so the planner folds a call of it with constant arguments; its body ends sessions.
-    "CREATE FUNCTION folded_ender() RETURNS integer LANGUAGE plpgsql IMMUTABLE AS "
-    "$$ BEGIN PERFORM ender(); RETURN 0; END $$",
-    "CREATE TABLE keyed_parted (id integer, v integer) PARTITION BY RANGE ((id + folded_ender()))",
-    "CREATE TABLE keyed_parted_low PARTITION OF keyed_parted FOR VALUES FROM (0) TO (1000)",
-    "INSERT INTO keyed_parted VALUES (1, 1)",
-    "CREATE TABLE stats_expr (id integer, v integer)",
-    "INSERT INTO stats_expr SELECT g, g FROM generate_series(1, 100) AS g",
-    "CREATE STATISTICS stats_expr_folded ON (id + folded_ender()) FROM stats_expr",
+    *FOLDED_ENDER_TABLES,
     "CREATE TABLE indexed_expr (id integer, v integer)",
     "INSERT INTO indexed_expr VALUES (1, 1)",
     "CREATE INDEX indexed_expr_folded ON indexed_expr ((id + folded_ender()))",
