@@ -201,8 +201,6 @@ def nesting_depths(brought_in: Mapping[str, Iterable[str]]) -> dict[str, int]:
 def statement_nesting(sql: str, depths: Mapping[str, int]) -> int:
     """How deeply `sql` nests subqueries, counting what the schema names it holds bring in (`nesting_depths`)."""
     own = subquery_depth(sql)
-    if not depths:
-        return own
     brought = (depths[text] for text, kind in _tokens(sql) if kind != _MARK and text in depths)
     return own + max((1 + depth for depth in brought), default=0)
 
