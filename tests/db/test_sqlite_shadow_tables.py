@@ -11,6 +11,7 @@ import pytest
 
 from safedb.db.backend import QueryLimits
 from safedb.db.sqlite.backend import SqliteDatabase
+from safedb.db.sqlite.inspector import shadow_table_names, virtual_table_module
 from safedb.errors import DeniedByPolicy
 from safedb.sql.classification import ChangeKind
 
@@ -107,3 +108,64 @@ async def test_a_virtual_table_that_would_take_over_an_existing_table_is_refused
         await database.classify(f"CREATE VIRTUAL TABLE player USING {module}")
     classification = await database.classify(f"CREATE VIRTUAL TABLE players USING {module}")
     assert (ChangeKind.CREATE, "players") in {(c.kind, c.target.name) for c in classification.changes}
+
+
+# Virtual tables of every module that keeps shadow tables, named in every way SQLite takes a name, in three
+# schemas, beside look-alike tables that are not shadow tables (another module's suffix, a non-ASCII case
+# difference, a prefix that is not the whole name).
+_SHADOW_SCHEMA = """
+    CREATE VIRTUAL TABLE docs USING fts5(body);
+    CREATE VIRTUAL TABLE "Old Docs" USING FTS4(body);
+    CREATE VIRTUAL TABLE 'legacy' /* a string for a name */ USING
+        "fts3"(body);
+    CREATE VIRTUAL TABLE [boxes] USING rtree(id, x0, x1);
+    CREATE VIRTUAL TABLE `ints` USING rtree_i32(id, x0, x1);
+    CREATE VIRTUAL TABLE IF NOT EXISTS temp.Scratch USING fts5(body);
+    CREATE VIRTUAL TABLE vocab USING fts5vocab(docs, row);
+    CREATE VIRTUAL TABLE "Ä" USING fts5(body);
+    CREATE TABLE docs_segdir (x);
+    CREATE TABLE DOCS_STAT (x);
+    CREATE TABLE boxes_data (x);
+    CREATE TABLE "ä_data" (x);
+    CREATE TABLE do_data (x);
+    CREATE TABLE vocab_data (x);
+    CREATE TABLE main.scratch_idx (x);
+    CREATE TABLE "using" (x);
+    CREATE VIEW docs_view AS SELECT * FROM docs;
+    CREATE TABLE other.boxes_node (x);
+    CREATE VIRTUAL TABLE other."we""ird" USING fts5(body);
+    CREATE TABLE other."WE""IRD_config_x" (x);
+"""
+
+
+def test_shadow_tables_are_the_ones_sqlite_lists(tmp_path: Path) -> None:
+    """`shadow_table_names` reads the schemas' own tables, not `pragma_table_list` (which compiles every view to
+    count its columns); it finds exactly what that pragma calls `shadow`, in every schema."""
+    connection = sqlite3.connect(tmp_path / "main.db")
+    try:
+        connection.execute("ATTACH ? AS other", (str(tmp_path / "other.db"),))
+        connection.executescript(_SHADOW_SCHEMA)
+        listed = {name for (name,) in connection.execute("SELECT name FROM pragma_table_list WHERE type = 'shadow'")}
+        # The pragma's own way: a main table named after a temp virtual table is a shadow table too.
+        assert {"docs_data", "Old Docs_segdir", "scratch_idx", "boxes_node"} <= listed
+        assert shadow_table_names(connection) == listed
+    finally:
+        connection.close()
+
+
+@pytest.mark.parametrize(
+    ("definition", "module"),
+    [
+        ("CREATE VIRTUAL TABLE docs USING fts5(body)", "fts5"),
+        ('CREATE VIRTUAL TABLE "a ""using"" b" USING Rtree(id, a, b)', "rtree"),
+        ("CREATE VIRTUAL TABLE 'named' USING fts4", "fts4"),
+        ("CREATE VIRTUAL TABLE x -- a comment\n USING /* another */ fts3(a)", "fts3"),
+        ("CREATE VIRTUAL TABLE 'using' USING fts5(a)", "fts5"),
+        ("CREATE VIRTUAL TABLE x USING", None),
+        ("CREATE VIRTUAL TABLE x USING (", None),
+        ("CREATE TABLE x (a)", None),
+        ("", None),
+    ],
+)
+def test_the_module_of_a_virtual_table_is_read_from_its_definition(definition: str, module: str | None) -> None:
+    assert virtual_table_module(definition) == module

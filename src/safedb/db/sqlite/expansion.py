@@ -17,35 +17,12 @@ import re
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 
+from safedb.db.sqlite.tokens import MARK, WORD, Token, is_keyword, is_mark, sql_tokens
+
 COPY_LIMIT = 10_000
 """The most tokens a statement may have SQLite copy while compiling it (some tens of milliseconds' work)."""
 
-# SQLite's own token rules (tokenize.c): ASCII blanks only; every character past ASCII may be part of a
-# name; strings, blobs, numbers and comments name nothing; an unterminated comment runs to the end.
-_TOKEN = re.compile(
-    r"""
-      (?P<skip> [ \t\n\f\r]+ | --[^\n]* | /\*.*?(?:\*/|\Z) | [xX]'[^']*'? | '(?:[^']|'')*'? | [0-9][0-9A-Za-z_.]* )
-    | (?P<quoted> "(?:[^"]|"")*"? | \[[^\]]*\]? | `(?:[^`]|``)*`? )
-    | (?P<word> [A-Za-z_\x80-\U0010ffff][A-Za-z0-9_$\x80-\U0010ffff]* )
-    | (?P<mark> . )
-    """,
-    re.VERBOSE | re.DOTALL,
-)
 _WITH = re.compile("with", re.IGNORECASE)
-_CLOSING_QUOTE = {'"': '"', "`": "`", "[": "]"}
-
-
-# A token: a name (lower-cased, unquoted) with `_WORD` or `_QUOTED`, or one punctuation character with `_MARK`.
-_MARK, _WORD, _QUOTED = 0, 1, 2
-_Token = tuple[str, int]
-
-
-def _is_keyword(token: _Token, word: str) -> bool:
-    return token[1] == _WORD and token[0] == word
-
-
-def _is_mark(token: _Token, mark: str) -> bool:
-    return token[1] == _MARK and token[0] == mark
 
 
 @dataclass(frozen=True)
@@ -66,8 +43,8 @@ class _Query:
 
 def view_definition(sql: str) -> Definition:
     """A view, from its `CREATE VIEW` text. The view's own name counts once, as a recursive WITH query's does."""
-    tokens = list(_tokens(sql))
-    return Definition(len(tokens), tuple(text for text, kind in tokens if kind != _MARK))
+    tokens = list(sql_tokens(sql))
+    return Definition(len(tokens), tuple(text for text, kind in tokens if kind != MARK))
 
 
 def copied_tokens(sql: str, views: Mapping[str, Definition]) -> int:
@@ -75,7 +52,7 @@ def copied_tokens(sql: str, views: Mapping[str, Definition]) -> int:
     lower-cased name; any count past `COPY_LIMIT` is reported as `COPY_LIMIT + 1`."""
     if not views and _WITH.search(sql) is None:
         return 0
-    tokens = list(_tokens(sql))
+    tokens = list(sql_tokens(sql))
     queries = _with_queries(tokens)
     known: dict[str, list[Definition]] = {name: [definition] for name, definition in views.items()}
     names_in: dict[_Query | None, list[str]] = {query: [] for query in queries}
@@ -84,7 +61,7 @@ def copied_tokens(sql: str, views: Mapping[str, Definition]) -> int:
     naming = {query.name_at for query in queries}
     for index, owner in _innermost_queries(tokens, queries):
         text, kind = tokens[index]
-        if kind != _MARK and index not in naming and (text in query_names or text in views):
+        if kind != MARK and index not in naming and (text in query_names or text in views):
             names_in[owner].append(text)
     for query in queries:
         definition = Definition(max(query.closes_at - query.opens_at - 1, 1), tuple(names_in[query]))
@@ -153,15 +130,15 @@ def subquery_depth(sql: str) -> int:
     the size of what they compile to is bounded where they are compiled (`inspector`)."""
     depth = deepest = 0
     opened: list[bool] = []
-    previous: _Token | None = None
-    for token in _tokens(sql):
-        if previous is not None and _is_mark(previous, "(") and token[1] == _WORD and token[0] in _QUERY_WORDS:
+    previous: Token | None = None
+    for token in sql_tokens(sql):
+        if previous is not None and is_mark(previous, "(") and token[1] == WORD and token[0] in _QUERY_WORDS:
             opened[-1] = True
             depth += 1
             deepest = max(deepest, depth)
-        if _is_mark(token, "("):
+        if is_mark(token, "("):
             opened.append(False)
-        elif _is_mark(token, ")") and opened:
+        elif is_mark(token, ")") and opened:
             depth -= opened.pop()
         previous = token
     return deepest
@@ -176,7 +153,7 @@ def nesting_depths(brought_in: Mapping[str, Iterable[str]]) -> dict[str, int]:
     definitions = {name: list(texts) for name, texts in brought_in.items()}
     own = {name: max((subquery_depth(text) for text in texts), default=0) for name, texts in definitions.items()}
     names = {
-        name: {text for sql in texts for text, kind in _tokens(sql) if kind != _MARK and text in definitions} - {name}
+        name: {text for sql in texts for text, kind in sql_tokens(sql) if kind != MARK and text in definitions} - {name}
         for name, texts in definitions.items()
     }
     depths: dict[str, int] = {}
@@ -201,61 +178,47 @@ def nesting_depths(brought_in: Mapping[str, Iterable[str]]) -> dict[str, int]:
 def statement_nesting(sql: str, depths: Mapping[str, int]) -> int:
     """How deeply `sql` nests subqueries, counting what the schema names it holds bring in (`nesting_depths`)."""
     own = subquery_depth(sql)
-    brought = (depths[text] for text, kind in _tokens(sql) if kind != _MARK and text in depths)
+    brought = (depths[text] for text, kind in sql_tokens(sql) if kind != MARK and text in depths)
     return own + max((1 + depth for depth in brought), default=0)
 
 
-def _tokens(sql: str) -> Iterator[_Token]:
-    for match in _TOKEN.finditer(sql):
-        kind, text = match.lastgroup, match.group()
-        if kind == "quoted":
-            quote = text[0]
-            end = _CLOSING_QUOTE[quote]
-            inner = text[1:-1] if len(text) > 1 and text.endswith(end) else text[1:]
-            yield (inner if quote == "[" else inner.replace(quote * 2, quote)).lower(), _QUOTED
-        elif kind == "word":
-            yield text.lower(), _WORD
-        elif kind == "mark":
-            yield text, _MARK
-
-
-def _with_queries(tokens: list[_Token]) -> list[_Query]:
+def _with_queries(tokens: list[Token]) -> list[_Query]:
     """Every `name [(columns)] AS [NOT] [MATERIALIZED] (body)`, in the order they start."""
     closing = _matching_parentheses(tokens)
     queries = []
     count = len(tokens)
     for index, (text, kind) in enumerate(tokens):
-        if kind == _MARK:
+        if kind == MARK:
             continue
         at = index + 1
-        if at < count and _is_mark(tokens[at], "("):
+        if at < count and is_mark(tokens[at], "("):
             at = closing[at] + 1
-        if not (at < count and _is_keyword(tokens[at], "as")):
+        if not (at < count and is_keyword(tokens[at], "as")):
             continue
         at += 1
         for word in ("not", "materialized"):
-            if at < count and _is_keyword(tokens[at], word):
+            if at < count and is_keyword(tokens[at], word):
                 at += 1
-        if at < count and _is_mark(tokens[at], "("):
+        if at < count and is_mark(tokens[at], "("):
             queries.append(_Query(text, index, at, closing[at]))
     return queries
 
 
-def _matching_parentheses(tokens: list[_Token]) -> dict[int, int]:
+def _matching_parentheses(tokens: list[Token]) -> dict[int, int]:
     """Where each opening parenthesis closes (the end of the text when it does not)."""
     closing: dict[int, int] = {}
     opened: list[int] = []
     for index, token in enumerate(tokens):
-        if _is_mark(token, "("):
+        if is_mark(token, "("):
             opened.append(index)
-        elif _is_mark(token, ")") and opened:
+        elif is_mark(token, ")") and opened:
             closing[opened.pop()] = index
     for index in opened:
         closing[index] = len(tokens)
     return closing
 
 
-def _innermost_queries(tokens: list[_Token], queries: list[_Query]) -> Iterator[tuple[int, _Query | None]]:
+def _innermost_queries(tokens: list[Token], queries: list[_Query]) -> Iterator[tuple[int, _Query | None]]:
     """Each token's index with the innermost WITH query whose body holds it (None at the top level)."""
     starting = {query.opens_at: query for query in queries}
     inside: list[_Query] = []

@@ -82,12 +82,13 @@ def _dry_run(
 
 
 def _changes_virtual_table(connection: sqlite3.Connection, classification: Classification) -> bool:
-    """Whether the statement changes a virtual table (as SQLite lists it, like the shadow tables), whose module
-    counts its writes to its shadow tables (an FTS index's rows) as changes of their own."""
+    """Whether the statement changes a virtual table, whose module counts its writes to its shadow tables (an FTS
+    index's rows) as changes of their own."""
     return any(
         connection.execute(
-            "SELECT 1 FROM pragma_table_list WHERE schema = ? AND name = ? COLLATE NOCASE AND type = 'virtual'",
-            (change.target.schema or "main", change.target.name),
+            f"SELECT 1 FROM {quote_identifier(change.target.schema or 'main')}.sqlite_schema "
+            "WHERE type = 'table' AND name = ? COLLATE NOCASE AND sql LIKE 'CREATE VIRTUAL TABLE %'",
+            (change.target.name,),
         ).fetchone()
         is not None
         for change in classification.changes

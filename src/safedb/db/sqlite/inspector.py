@@ -5,11 +5,13 @@ from __future__ import annotations
 import itertools
 import re
 import sqlite3
+import string
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from safedb.db.sqlite.connections import quote_identifier, was_stopped
 from safedb.db.sqlite.expansion import COPY_LIMIT, Definition, copied_tokens, nesting_depths, view_definition
+from safedb.db.sqlite.tokens import MARK, is_keyword, sql_tokens
 from safedb.errors import DeniedByPolicy, EmptyStatement, InvalidStatement, MultipleStatements
 from safedb.sql.classification import ChangeKind, Classification, DatabaseObject, ObjectType
 from safedb.sql.sqlite_actions import (
@@ -150,7 +152,7 @@ def inspect_statement(connection: sqlite3.Connection, sql: str, schema: SchemaFa
     )
     for change in classification.changes:
         if change.kind is ChangeKind.CREATE and change.target.type is ObjectType.VIRTUAL_TABLE:
-            _refuse_taking_over_tables(connection, change.target)
+            _refuse_taking_over_tables(connection, change.target, schema.shadow_tables)
     return classification
 
 
@@ -213,22 +215,37 @@ def _check_calls(connection: sqlite3.Connection, events: list[AuthorizerEvent]) 
 _ROW_WRITES = frozenset({Action.INSERT, Action.UPDATE})
 
 
-# The names the FTS3/4, FTS5 and R-Tree modules give their shadow tables: `<virtual table>_<suffix>`.
-_SHADOW_SUFFIXES = ("content", "segments", "segdir", "docsize", "stat", "data", "idx", "config", "node", "rowid",
-                    "parent")  # fmt: skip
+# The suffixes of the shadow tables that each module keeps for a virtual table, `<virtual table>_<suffix>`: what
+# its xShadowName takes, in SQLite's fts3, fts5 and rtree sources. A module not listed is taken to keep none; if
+# it did, its writes to them would count as the statement's own, to be asked about, never let through unasked.
+_FTS3_SHADOWS = frozenset({"content", "segments", "segdir", "docsize", "stat"})
+_RTREE_SHADOWS = frozenset({"node", "parent", "rowid"})
+_SHADOW_SUFFIXES_OF_MODULE = {
+    "fts3": _FTS3_SHADOWS,
+    "fts4": _FTS3_SHADOWS,
+    "fts5": frozenset({"config", "content", "data", "docsize", "idx"}),
+    "rtree": _RTREE_SHADOWS,
+    "rtree_i32": _RTREE_SHADOWS,
+    "geopoly": _RTREE_SHADOWS,
+}
+_SHADOW_SUFFIXES = sorted(frozenset().union(*_SHADOW_SUFFIXES_OF_MODULE.values()))
 
 
-def _refuse_taking_over_tables(connection: sqlite3.Connection, table: DatabaseObject) -> None:
+def _refuse_taking_over_tables(
+    connection: sqlite3.Connection, table: DatabaseObject, shadow_tables: frozenset[str]
+) -> None:
     """A new virtual table whose module would take an existing table for one of its own (and write to it, or
-    drop it with the virtual table) is refused: the person would approve "create virtual table" only."""
-    names = [f"{table.name}_{suffix}".lower() for suffix in _SHADOW_SUFFIXES]
+    drop it with the virtual table) is refused: the person would approve "create virtual table" only. Shadow
+    tables already (`shadow_tables`) and virtual tables are left out, as `pragma_table_list` leaves them out of
+    its tables (which it cannot list without compiling every view)."""
+    names = {_ascii_folded(f"{table.name}_{suffix}") for suffix in _SHADOW_SUFFIXES}
     taken = [
         name
         for (name,) in connection.execute(
-            "SELECT name FROM pragma_table_list WHERE schema = ? AND type IN ('table', 'view') "
-            f"AND lower(name) IN ({', '.join('?' for _ in names)})",
-            (table.schema or "main", *names),
+            f"SELECT name FROM {quote_identifier(table.schema or 'main')}.sqlite_schema WHERE type = 'view' "
+            "OR (type = 'table' AND sql NOT LIKE 'CREATE VIRTUAL TABLE %')"
         )
+        if _ascii_folded(name) in names and name not in shadow_tables
     ]
     if taken:
         raise DeniedByPolicy(
@@ -245,5 +262,51 @@ def schema_version(connection: sqlite3.Connection) -> int:
 
 
 def shadow_table_names(connection: sqlite3.Connection) -> frozenset[str]:
-    """The shadow tables of the virtual tables (FTS, R-Tree...) in every attached schema."""
-    return frozenset(row[0] for row in connection.execute("SELECT name FROM pragma_table_list WHERE type = 'shadow'"))
+    """The shadow tables of the virtual tables (FTS, R-Tree...) in every attached schema: the tables that
+    `pragma_table_list` calls `shadow`, read from the schemas' own tables instead, because listing tables
+    there compiles every view (seconds, on the event loop, for one nesting subqueries deeply).
+
+    As SQLite reckons them, a table is a shadow table when it is named after a virtual table in any schema,
+    an underscore and a suffix that the virtual table's module keeps (`_SHADOW_SUFFIXES_OF_MODULE`), names
+    compared without regard to ASCII case."""
+    schemas = [name for (name,) in connection.execute("SELECT name FROM pragma_database_list")]
+    virtual_tables = _tables_of(connection, schemas, "AND sql LIKE 'CREATE VIRTUAL TABLE %'")
+    kept = {
+        _ascii_folded(f"{name}_{suffix}")
+        for name, sql in virtual_tables
+        for suffix in _SHADOW_SUFFIXES_OF_MODULE.get(virtual_table_module(sql) or "", ())
+    }
+    if not kept:
+        return frozenset()
+    return frozenset(name for name, _ in _tables_of(connection, schemas) if _ascii_folded(name) in kept)
+
+
+def _tables_of(connection: sqlite3.Connection, schemas: list[str], condition: str = "") -> list[tuple[str, str]]:
+    """The name and definition of every table in `schemas` that meets `condition` (more SQL for the WHERE)."""
+    return connection.execute(
+        " UNION ALL ".join(
+            f"SELECT name, sql FROM {quote_identifier(schema)}.sqlite_schema WHERE type = 'table' {condition}"
+            for schema in schemas
+        )
+    ).fetchall()
+
+
+def virtual_table_module(sql: str) -> str | None:
+    """The module (lower-cased) that a virtual table's definition, as sqlite_schema keeps it, names: `CREATE
+    VIRTUAL TABLE <name> USING <module>...`. None when the text does not read so."""
+    words = list(itertools.islice(sql_tokens(sql), 6))
+    if [text for text, _ in words[:3]] != ["create", "virtual", "table"]:
+        return None
+    # The name may be a string, which has no token of its own.
+    using = 4 if len(words) > 4 and is_keyword(words[4], "using") and not is_keyword(words[3], "using") else 3
+    if not (len(words) > using + 1 and is_keyword(words[using], "using") and words[using + 1][1] != MARK):
+        return None
+    return words[using + 1][0]
+
+
+_ASCII_FOLD = str.maketrans(string.ascii_uppercase, string.ascii_lowercase)
+
+
+def _ascii_folded(name: str) -> str:
+    """`name` as SQLite compares names: upper-case ASCII letters as lower-case, nothing else changed."""
+    return name.translate(_ASCII_FOLD)
