@@ -169,3 +169,25 @@ def test_shadow_tables_are_the_ones_sqlite_lists(tmp_path: Path) -> None:
 )
 def test_the_module_of_a_virtual_table_is_read_from_its_definition(definition: str, module: str | None) -> None:
     assert virtual_table_module(definition) == module
+
+
+@pytest.mark.parametrize("module", ["fts3", "fts4"])
+async def test_optimize_is_refused_in_a_query_and_runs_when_approved_as_an_insert(
+    served: tuple[SqliteDatabase, Path], module: str
+) -> None:
+    """FTS3/4's `optimize()` merges the index from inside a SELECT. It was taken for a read and then failed on
+    the read-only connection ("authorization denied"); now it is refused up front, naming the form that runs."""
+    database, path = served
+    await approve(database, f"CREATE VIRTUAL TABLE docs USING {module}(body)")
+    for word in ("one", "two", "three"):
+        await approve(database, f"INSERT INTO docs VALUES ('{word}')")  # one index segment each
+
+    with pytest.raises(DeniedByPolicy, match=r"VALUES \('optimize'\)"):
+        await database.classify("SELECT Optimize(docs) FROM docs LIMIT 1")
+    await approve(database, "INSERT INTO docs(docs) VALUES ('optimize')")
+    connection = sqlite3.connect(path)
+    try:
+        assert connection.execute("SELECT count(*) FROM docs_segdir").fetchone() == (1,)
+        assert connection.execute("SELECT count(*) FROM docs WHERE docs MATCH 'two'").fetchone() == (1,)
+    finally:
+        connection.close()

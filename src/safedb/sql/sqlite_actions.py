@@ -104,8 +104,11 @@ _PROCESS_WIDE_PRAGMAS = frozenset(
     {"hard_heap_limit", "soft_heap_limit", "temp_store_directory", "data_store_directory"}
 )
 
-# Functions that change the process or the database from inside a SELECT.
-_EFFECTFUL_FUNCTIONS = frozenset({"load_extension", "fts3_tokenizer"})
+FTS_OPTIMIZE = "optimize"
+
+# Functions that change the process or the database from inside a SELECT (FTS3/4's `optimize` merges its
+# index, writing the table's shadow tables).
+_EFFECTFUL_FUNCTIONS = frozenset({"load_extension", "fts3_tokenizer", FTS_OPTIMIZE})
 
 # Built-in functions whose result is never much larger than their arguments, and whose work grows no faster
 # than their arguments' size: each call is a short step of SQLite's program. Any other (printf, zeroblob,

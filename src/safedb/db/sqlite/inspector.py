@@ -17,6 +17,7 @@ from safedb.sql.classification import ChangeKind, Classification, DatabaseObject
 from safedb.sql.sqlite_actions import (
     CHECK_CONSTRAINT,
     EXAMINED_OPCODES,
+    FTS_OPTIMIZE,
     Action,
     AuthorizerEvent,
     Instruction,
@@ -153,6 +154,13 @@ def inspect_statement(connection: sqlite3.Connection, sql: str, schema: SchemaFa
     for change in classification.changes:
         if change.kind is ChangeKind.CREATE and change.target.type is ObjectType.VIRTUAL_TABLE:
             _refuse_taking_over_tables(connection, change.target, schema.shadow_tables)
+        if change.target == DatabaseObject(ObjectType.FUNCTION, FTS_OPTIMIZE):
+            # Its writes, made from inside a function call, are none an approval could cover.
+            raise DeniedByPolicy(
+                "optimize() merges a full-text index, writing the table's own storage, which SafeDB does not run "
+                "from inside a query. Nothing was run; send INSERT INTO <table>(<table>) VALUES ('optimize'), "
+                "which does the same and is asked about as a change."
+            )
     return classification
 
 
