@@ -15,7 +15,7 @@ import sqlite3
 import threading
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from contextvars import ContextVar
 from pathlib import Path
 
@@ -224,6 +224,22 @@ def roll_back(connection: sqlite3.Connection) -> None:
     if connection.in_transaction:
         connection.set_progress_handler(None, 0)
         connection.execute("ROLLBACK")
+
+
+@contextmanager
+def temporary_rows_in_memory(connection: sqlite3.Connection) -> Iterator[None]:
+    """Within the block, a writer keeps the rows a statement sorts, groups or materializes past its page cache in
+    memory, within MAX_SQLITE_HEAP_BYTES, as readers always do (see `_open_read_only`), instead of in temporary
+    files, which no limit counts. For dry runs: an approved statement may need the files (CREATE INDEX on a large
+    table sorts in them). Call outside any transaction: SQLite refuses to change where they go within one."""
+    (previous,) = connection.execute("PRAGMA temp_store").fetchone()
+    connection.execute("PRAGMA temp_store = MEMORY")
+    try:
+        yield
+    finally:
+        # Left in memory if this fails too: statements that need more then fail, and nothing else changes.
+        with suppress(sqlite3.Error):
+            connection.execute(f"PRAGMA temp_store = {int(previous)}")
 
 
 def open_reader(path: Path, *, on_event_loop: bool = False) -> GuardedConnection:

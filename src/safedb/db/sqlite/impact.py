@@ -7,7 +7,14 @@ from collections.abc import Callable
 
 from safedb import wording
 from safedb.db.backend import Impact
-from safedb.db.sqlite.connections import OUT_OF_MEMORY, drain, quote_identifier, roll_back, was_stopped
+from safedb.db.sqlite.connections import (
+    OUT_OF_MEMORY,
+    drain,
+    quote_identifier,
+    roll_back,
+    temporary_rows_in_memory,
+    was_stopped,
+)
 from safedb.sql.classification import ChangeCategory, ChangeKind, Classification, ObjectType
 from safedb.sql.structure import says_replace
 
@@ -44,6 +51,13 @@ def rows_changed(connection: sqlite3.Connection, total_before: int) -> int:
 
 
 def _dry_run(
+    connection: sqlite3.Connection, classification: Classification, authorizer: Callable[[], Authorizer]
+) -> Impact:
+    with temporary_rows_in_memory(connection):
+        return _dry_run_in_memory(connection, classification, authorizer)
+
+
+def _dry_run_in_memory(
     connection: sqlite3.Connection, classification: Classification, authorizer: Callable[[], Authorizer]
 ) -> Impact:
     connection.execute("BEGIN IMMEDIATE")
