@@ -73,6 +73,9 @@ class TableDescription:
     columns: tuple[ColumnInfo, ...]
     row_count: int | None
     sql: str | None
+    row_count_estimated: bool = False
+    """`row_count` is the planner's estimate, not a count: counting would have taken too long, or would have
+    run code of the table's that a read may not (PostgreSQL)."""
 
 
 class Database(Protocol):

@@ -306,6 +306,7 @@ def _description_result(description: TableDescription) -> CallToolResult:
         "type": description.type,
         "columns": columns,
         "row_count": description.row_count,
+        "row_count_estimated": description.row_count_estimated,
         "sql": description.sql,
     }
     table = format_table(
@@ -313,4 +314,6 @@ def _description_result(description: TableDescription) -> CallToolResult:
         [[c.name, c.type, c.nullable, c.default, c.primary_key] for c in description.columns],
     )
     rows = "" if description.row_count is None else f", {description.row_count} rows"
+    if description.row_count is not None and description.row_count_estimated:
+        rows = f", about {description.row_count} rows (the planner's estimate, not a count)"
     return text_result(f"{description.type} {description.name}{rows}\n{table}", structured)

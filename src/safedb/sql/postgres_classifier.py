@@ -27,6 +27,7 @@ from safedb.sql.classification import (
     ObjectType,
 )
 from safedb.sql.postgres_functions import FunctionRef
+from safedb.sql.postgres_maintenance import stored_code_run
 from safedb.sql.postgres_tree import QualifiedName, option_enabled, string_constant, strings, walk
 from safedb.sql.postgres_utility import (
     refuse_session_statement,
@@ -112,6 +113,14 @@ class PostgresStatement:
     plans_write_rules: bool = False
     """An EXPLAIN of INSERT, UPDATE, DELETE or MERGE: planning it takes in the actions of its tables' rules for
     that kind of change (and the defaults of the tables they write to), as a read plans only SELECT rules."""
+    runs_stored_code: bool = False
+    """A maintenance or index statement that runs stored code of `relations` (or of every relation, with
+    `every_relation`) when it is approved (`safedb.sql.postgres_maintenance`): judged as planning a read of them
+    would be, named in its question."""
+    every_relation: bool = False
+    view_queries: bool = True
+    """The queries of the views and materialized views among `relations` run (False for a maintenance statement
+    other than REFRESH: it rebuilds or measures a materialized view without running its query)."""
     drops_dependents: bool = False
     """A DROP, or an ALTER TABLE that only drops columns or constraints: with CASCADE, it also drops the
     objects that depend on what it drops."""
@@ -211,7 +220,9 @@ def _analyze(sql: str) -> PostgresStatement:
     changes = utility_changes(node)
     if any(change.kind is ChangeKind.CREATE and temporary_schema(change.target.schema) for change in changes):
         raise TemporaryObject  # a function, type, domain... in pg_temp
-    functions: tuple[FunctionRef, ...] = ()
+    code = stored_code_run(node)
+    found = [_references(expression) for expression in code.expressions]
+    functions: tuple[FunctionRef, ...] = tuple(ref for part in found for ref in part.functions)
     if isinstance(node, ast.CallStmt):
         # The procedure itself is the CALL change; functions in its arguments are judged like any other.
         arguments = node.funccall.args if node.funccall is not None else None
@@ -221,7 +232,13 @@ def _analyze(sql: str) -> PostgresStatement:
         Classification(statement=sql, changes=tuple(dict.fromkeys(changes))),
         text,
         root,
-        functions=functions,
+        functions=tuple(dict.fromkeys(functions)),
+        operators=tuple(dict.fromkeys(name for part in found for name in part.operators)),
+        relations=code.relations,
+        types=tuple(dict.fromkeys(name for part in found for name in part.types)),
+        runs_stored_code=bool(code.relations or code.every_relation or code.expressions),
+        every_relation=code.every_relation,
+        view_queries=code.view_queries,
         in_transaction=not runs_outside_transaction(node),
         drops_dependents=any(change.kind is ChangeKind.DROP for change in changes) or _only_drops_parts(node),
     )

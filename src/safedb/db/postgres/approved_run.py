@@ -4,13 +4,15 @@ database still is what its question showed.
 A person may take minutes to answer, and meanwhile others change the database. The approval covers the tables
 the question was about, and, when it showed a dry run's count, a change that runs no code but what that preview
 judged. Either may no longer hold: a table of the same name created in a schema the search path reaches first
-takes the name over; a trigger, rule, policy or default added to a table runs code nobody saw.
+takes the name over; a trigger, rule, policy or default added to a table runs code nobody saw. Every approval
+covers the triggers, rules and event triggers its question named (`Classification.runs`), and no others.
 """
 
 from __future__ import annotations
 
 from safedb.db.postgres import catalog
 from safedb.db.postgres.connections import Connection
+from safedb.db.postgres.fired_code import check_fired_unchanged, lock_changed_tables
 from safedb.db.postgres.impact import changed_since_dry_run
 from safedb.errors import ChangedSinceQuestion
 from safedb.sql.classification import ChangeCategory, Classification
@@ -25,6 +27,9 @@ async def check_unchanged(
     Run on the writer session the statement then runs on (its search path), in its transaction when it has one.
     """
     await check_names_unchanged(connection, approved)
+    if statement.in_transaction:
+        await lock_changed_tables(connection, approved)
+    await check_fired_unchanged(connection, approved)
     # A count was shown only for a dry run of code a rollback undoes: it must still be so.
     if approved_rows is not None and (reasons := await changed_since_dry_run(connection, statement, approved)):
         raise ChangedSinceQuestion("; ".join(reasons))

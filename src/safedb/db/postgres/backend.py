@@ -35,6 +35,7 @@ from safedb.db.postgres.connections import (
     translated_errors,
 )
 from safedb.db.postgres.counting import count_is_a_read
+from safedb.db.postgres.fired_code import TABLE_EVENT_KINDS, check_fired_unchanged, fired_code
 from safedb.db.postgres.impact import measure_impact, quoted_tables
 from safedb.db.postgres.results import fetch_guarded, fetch_row_by_row, run_counted, size_guarded, streamed
 from safedb.errors import ChangedSinceQuestion, QueryFailed, QueryTimeout, RowCountChanged
@@ -97,19 +98,27 @@ class PostgresDatabase:
     async def classify(self, sql: str) -> Classification:
         statement = await self._analyzed(sql)
         tables = quoted_tables(statement.classification)
-        if not (statement.functions or statement.operators or statement.relations or statement.types or tables):
+        looked_up = statement.functions or statement.operators or statement.relations or statement.types or tables
+        if not looked_up and statement.classification.read_only:
             return statement.classification
         seconds = self.limits.statement_timeout
         with _client_deadline(seconds):
             async with self._pools.reader() as connection, translated_errors(seconds), read_transaction(connection):
                 await set_statement_timeout(connection, seconds)
                 await catalog.without_jit(connection)
+                # A read plans its relations; a maintenance statement runs their stored code (a change that asks
+                # anyway leaves it to its impact preview).
                 facts = await catalog.function_facts(
-                    connection, [statement], planned_code=statement.classification.read_only
+                    connection,
+                    [statement],
+                    planned_code=statement.classification.read_only or statement.runs_stored_code,
+                    relations=await catalog.every_relation(connection) if statement.every_relation else (),
                 )
                 facts = await function_bodies.judged(connection, facts)
                 meant = await catalog.resolved(connection, tables)
-        return replace(statement.with_changes(function_changes(statement.functions, facts)), resolved=meant)
+                classification = statement.with_changes(function_changes(statement.functions, facts))
+                runs = await fired_code(connection, classification) if not classification.read_only else ()
+        return replace(classification, resolved=meant, runs=runs)
 
     async def read(self, classification: Classification) -> ResultSet:
         if not classification.read_only:
@@ -166,6 +175,10 @@ class PostgresDatabase:
                     await check_unchanged(connection, statement, approved, approved_rows)
                     outcome = await self._run(connection, statement, approved_rows)
                     await check_data_change_names(connection, approved)
+                    if approved.kinds and set(approved.kinds) <= TABLE_EVENT_KINDS:
+                        # A trigger of a table the statement reached but did not lock beforehand (one a foreign
+                        # key's action changed) may have been added since the check: it ran; roll back.
+                        await check_fired_unchanged(connection, approved)
                     return outcome
         try:
             with _client_deadline(seconds):
@@ -206,15 +219,22 @@ class PostgresDatabase:
                 if not found:
                     return None
                 relation = found[0]
-                # Counting plans the table and runs its policies: only where that is a read (`counting`).
+                # Counting plans the table and runs its policies: only where that is a read (`counting`), and
+                # within half the time limit (the rest is for the other lookups). Else the planner's estimate.
                 await catalog.without_jit(connection)
-                counted = await count_is_a_read(connection, relation.identifier().as_string(connection))
+                rows = None
+                if await count_is_a_read(connection, relation.identifier().as_string(connection)):
+                    rows = await catalog.row_count(connection, relation, seconds / 2)
+                estimated = rows is None and relation.kind in ("r", "p", "m")
+                if estimated:
+                    rows = await catalog.row_estimate(connection, relation)
                 return TableDescription(
                     name=relation.display_name,
                     type=relation.type,
                     columns=await catalog.columns(connection, relation),
-                    row_count=await catalog.row_count(connection, relation) if counted else None,
+                    row_count=rows,
                     sql=await catalog.definition(connection, relation),
+                    row_count_estimated=estimated and rows is not None,
                 )
 
     async def aclose(self) -> None:

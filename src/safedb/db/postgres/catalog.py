@@ -6,9 +6,10 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from psycopg import sql
+from psycopg.errors import LockNotAvailable, QueryCanceled
 
 from safedb.db.backend import ColumnInfo
-from safedb.db.postgres.connections import Connection, quoted
+from safedb.db.postgres.connections import Connection, quoted, set_statement_timeout
 from safedb.db.postgres.stored_code import EXTENSION_MEMBER, MET_TYPES, PATTERNS, REACHED_CODE
 from safedb.sql.postgres_classifier import PostgresStatement
 from safedb.sql.postgres_functions import CatalogFunction
@@ -53,7 +54,7 @@ user_rels(oid, relname, reltype) AS (
     CROSS JOIN LATERAL (
         SELECT m[1]::oid FROM (
             SELECT w.ev_action::text AS tree FROM pg_rewrite w
-            WHERE w.ev_class = r.oid AND (w.ev_type = '1' OR %(write_rules)s)
+            WHERE w.ev_class = r.oid AND (w.ev_type = '1' AND %(view_queries)s OR %(write_rules)s)
             UNION ALL
             SELECT e.tree FROM pg_policy p
             CROSS JOIN LATERAL unnest(ARRAY[p.polqual::text, p.polwithcheck::text]) AS e(tree)
@@ -76,7 +77,7 @@ seed_trees(label, bucket, tree) AS (
     WHERE p.proname = ANY(%(functions)s::text[]) AND p.proargdefaults IS NOT NULL
     UNION ALL
     SELECT r.relname, 'row', w.ev_action::text FROM user_rels r
-    JOIN pg_rewrite w ON w.ev_class = r.oid AND (w.ev_type = '1' OR %(write_rules)s)
+    JOIN pg_rewrite w ON w.ev_class = r.oid AND (w.ev_type = '1' AND %(view_queries)s OR %(write_rules)s)
     UNION ALL
     SELECT d.adrelid::regclass::text, 'row', d.adbin::text FROM pg_attrdef d
     WHERE d.adrelid IN (SELECT oid FROM rule_targets)
@@ -85,7 +86,7 @@ seed_trees(label, bucket, tree) AS (
     CROSS JOIN LATERAL unnest(ARRAY[p.polqual::text, p.polwithcheck::text]) AS e(tree) WHERE e.tree IS NOT NULL
     UNION ALL  -- planning folds constants in the index expressions and predicates of the relations it reads,
                -- and in their check constraints (constraint exclusion)
-    SELECT r.relname, 'row', e.tree FROM user_rels r JOIN pg_index i ON i.indrelid = r.oid
+    SELECT r.relname, 'row', e.tree FROM user_rels r JOIN pg_index i ON r.oid IN (i.indrelid, i.indexrelid)
     CROSS JOIN LATERAL unnest(ARRAY[i.indexprs::text, i.indpred::text]) AS e(tree)
     WHERE %(planned_code)s AND e.tree IS NOT NULL
     UNION ALL
@@ -320,6 +321,20 @@ async def resolved(connection: Connection, names: Sequence[str]) -> tuple[tuple[
     return tuple((str(name), None if meant is None else str(meant)) for name, meant in await cursor.fetchall())
 
 
+_EVERY_RELATION_SQL = """
+SELECT c.oid::regclass::text FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+WHERE c.relkind IN ('r', 'p', 'm') AND n.nspname NOT IN ('pg_catalog', 'information_schema')
+  AND n.nspname NOT LIKE 'pg\\_toast%' AND n.nspname NOT LIKE 'pg\\_temp\\_%'
+"""
+
+
+async def every_relation(connection: Connection) -> list[str]:
+    """Every table and materialized view outside the system schemas, as quoted names (for a statement that
+    maintains them all)."""
+    cursor = await connection.execute(_EVERY_RELATION_SQL)
+    return [str(name) for (name,) in await cursor.fetchall()]
+
+
 async def without_jit(connection: Connection) -> None:
     """For the rest of the transaction: the catalog queries' regular expressions look costly to the planner,
     which would compile them (JIT) for a second or more, for queries that take milliseconds."""
@@ -331,25 +346,30 @@ async def function_facts(
     statements: Sequence[PostgresStatement],
     type_oids: Sequence[int] = (),
     planned_code: bool = True,
+    relations: Sequence[str] = (),
 ) -> list[CatalogFunction]:
     """What `statements` may run, by one catalog query inside the caller's (read-only) transaction, which has
     called `without_jit`. The types met are the statements' (by name) and `type_oids`; their operators applied
     to untyped literals only count whatever types they take, and those applied to an untyped literal and a
     typed value where either operand's type is met or built in. With `planned_code`, also what the relations'
     index expressions and predicates and check constraints call, which planning folds (a statement that asks
-    anyway leaves it to its impact preview, which names it per table)."""
+    anyway leaves it to its impact preview, which names it per table). `relations`: more relations (quoted names)
+    than the statements name."""
     cursor = await connection.execute(
         _FUNCTIONS_SQL,
         {
             "functions": _all(ref.name for statement in statements for ref in statement.functions),
             "operators": _all(name for statement in statements for name in statement.operators),
-            "relations": _all(relation.quoted() for statement in statements for relation in statement.relations),
+            "relations": _all(
+                [*relations, *(relation.quoted() for statement in statements for relation in statement.relations)]
+            ),
             "types": _all(name for statement in statements for name in statement.types),
             "met_type_oids": list(type_oids),
             "open_operators": _all(name for statement in statements for name in statement.open_operators),
             "half_open_operators": _all(name for statement in statements for name in statement.half_open_operators),
             "planned_code": planned_code,
             "write_rules": any(statement.plans_write_rules for statement in statements),
+            "view_queries": all(statement.view_queries for statement in statements),
             **PATTERNS,
         },
     )
@@ -430,10 +450,35 @@ async def definition(connection: Connection, relation: Relation) -> str | None:
     return f"CREATE {keyword} {relation.identifier().as_string(connection)} AS\n{str(row[0]).strip()}"
 
 
-async def row_count(connection: Connection, relation: Relation) -> int | None:
+async def row_count(connection: Connection, relation: Relation, seconds: float) -> int | None:
+    """count(*) within `seconds`, in a savepoint: None when it takes longer (or for a view)."""
     if relation.kind not in ("r", "p", "m"):
         return None
     query = sql.SQL("SELECT count(*) FROM {}").format(relation.identifier())
-    cursor = await connection.execute(query)
-    row = await cursor.fetchone()
+    try:
+        # Rolled back to, which also restores the transaction's own time limits.
+        async with connection.transaction(force_rollback=True):
+            await set_statement_timeout(connection, seconds)
+            cursor = await connection.execute(query)
+            row = await cursor.fetchone()
+    except (QueryCanceled, LockNotAvailable):  # over time, or waiting for a lock
+        return None
     return int(row[0]) if row else None
+
+
+# The rows the planner takes a relation to hold (`reltuples`, -1 before its first VACUUM or ANALYZE): for a
+# partitioned table, its partitions'. None when not one of them was ever measured.
+_ROW_ESTIMATE_SQL = """
+SELECT sum(c.reltuples) FILTER (WHERE c.reltuples >= 0)::bigint FROM pg_class c
+WHERE c.relkind IN ('r', 'm') AND (c.oid = %(relation)s::regclass
+      OR c.oid IN (SELECT t.relid FROM pg_partition_tree(%(relation)s::regclass) AS t))
+"""
+
+
+async def row_estimate(connection: Connection, relation: Relation) -> int | None:
+    """The planner's estimate of the relation's rows, read from the catalog (nothing of the table runs)."""
+    if relation.kind not in ("r", "p", "m"):
+        return None
+    cursor = await connection.execute(_ROW_ESTIMATE_SQL, {"relation": relation.identifier().as_string(connection)})
+    row = await cursor.fetchone()
+    return None if row is None or row[0] is None else int(row[0])

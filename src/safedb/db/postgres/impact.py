@@ -62,7 +62,7 @@ _RELATION_TYPES = frozenset({ObjectType.TABLE, ObjectType.MATERIALIZED_VIEW, Obj
 
 # The tables a data change reaches: its targets, the tables whose foreign keys point at them (their keys'
 # actions change rows there), and the children of all of these (inheritance, partitions).
-_CLOSURE = """
+CLOSURE = """
 targets AS (
     SELECT to_regclass(name)::oid AS oid FROM unnest(%(targets)s::text[]) AS name WHERE to_regclass(name) IS NOT NULL
 ),
@@ -77,7 +77,7 @@ closure(oid) AS (
 )"""
 
 _OBSTACLES_SQL = f"""
-WITH RECURSIVE {_CLOSURE}
+WITH RECURSIVE {CLOSURE}
 SELECT c.oid::regclass::text, c.relkind::text, c.oid IN (SELECT oid FROM targets),
        EXISTS (SELECT 1 FROM pg_trigger t WHERE t.tgrelid = c.oid AND NOT t.tgisinternal),
        c.relhasrules,
@@ -94,7 +94,7 @@ FROM closure JOIN pg_class c ON c.oid = closure.oid
 # policies, partition keys (their own and their parents'), extended statistics' expressions, the domains of
 # the columns), and where a column takes its default ('default').
 _TABLE_CODE_SQL = f"""
-WITH RECURSIVE {_CLOSURE},
+WITH RECURSIVE {CLOSURE},
 seed_trees(label, bucket, tree) AS (
     SELECT con.conrelid::regclass::text, 'row', con.conbin::text FROM pg_constraint con
     JOIN closure ON closure.oid = con.conrelid WHERE con.conbin IS NOT NULL
@@ -183,7 +183,7 @@ _CASCADES = {
 # The user triggers a TRUNCATE of the targets runs: on them, the tables it may empty with them (CASCADE) and
 # their children. Bit 5 of tgtype is TRIGGER_TYPE_TRUNCATE.
 _TRUNCATE_TRIGGERS_SQL = f"""
-WITH RECURSIVE {_CLOSURE}
+WITH RECURSIVE {CLOSURE}
 SELECT t.tgname || ' on ' || t.tgrelid::regclass::text FROM pg_trigger t JOIN closure ON closure.oid = t.tgrelid
 WHERE NOT t.tgisinternal AND t.tgenabled <> 'D' AND t.tgtype & 32 <> 0 ORDER BY 1
 """
@@ -284,6 +284,12 @@ async def measure_impact(
 def quoted_tables(classification: Classification) -> list[str]:
     """The tables the statement changes, quoted as names in a statement."""
     return [_quoted(target) for target in classification.touched if target.type is ObjectType.TABLE]
+
+
+def quoted_targets(classification: Classification, kinds: frozenset[ChangeKind] | set[ChangeKind]) -> list[str]:
+    """The tables the statement changes in one of `kinds`, quoted as names in a statement."""
+    changed = dict.fromkeys(change.target for change in classification.changes if change.kind in kinds)
+    return [_quoted(target) for target in changed if target.type is ObjectType.TABLE]
 
 
 def _quoted(target: DatabaseObject) -> str:
