@@ -88,3 +88,13 @@ def test_help_names_each_variable_and_errors_name_the_option(demo_db: Path) -> N
     assert "SAFEDB_REQUEST_STATE_KEYS" in help_text
     result = run_safedb("serve", "--database", str(demo_db), "--port", "x")
     assert "Invalid value for '--port': 'x'" in result.stderr
+
+
+def test_a_directory_given_as_the_audit_log(tmp_path: Path, demo_db: Path) -> None:
+    """sqlite3's "unable to open database file" went up as a traceback."""
+    result = run_safedb("serve", "--database", str(demo_db), "--audit-db", str(tmp_path), "--port", "0")
+    assert result.returncode == 1
+    suggestion = tmp_path / "audit.db"
+    assert result.stderr == (
+        f"Error: The audit log {tmp_path} is a directory: give the path of a file in it (such as {suggestion}).\n"
+    )

@@ -200,3 +200,13 @@ def test_export_refuses_other_formats(audit_path: Path) -> None:
     fill(audit_path, 1)
     result = run_audit("export", "--format", "csv", "--audit-db", str(audit_path))
     _assert_clean_failure(result, 2, "Invalid value for '--format'")
+
+
+@pytest.mark.parametrize("command", ["init", "list", "verify", "export"])
+def test_a_directory_given_as_the_log(tmp_path: Path, command: str) -> None:
+    """`init` (and `safedb serve`) given a directory for the log ended in sqlite3's "unable to open database
+    file" traceback (exit 1); the reading commands said the log was not found."""
+    _assert_clean_failure(
+        run_audit(command, "--audit-db", str(tmp_path)), 2, f"The audit log {tmp_path} is a directory"
+    )
+    assert list(tmp_path.iterdir()) == []

@@ -77,7 +77,12 @@ def open_writer(path: Path, busy_timeout: float) -> sqlite3.Connection:
             os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
     except OSError as exc:
         raise DatabaseOpenError(f"Cannot create the audit log {path}: {exc.strerror or exc}") from None
-    connection = sqlite3.connect(path, timeout=busy_timeout, isolation_level=None, check_same_thread=False)
+    if path.is_dir():
+        raise DatabaseOpenError(_is_a_directory(path))
+    try:
+        connection = sqlite3.connect(path, timeout=busy_timeout, isolation_level=None, check_same_thread=False)
+    except sqlite3.Error as exc:
+        raise DatabaseOpenError(f"Cannot open the audit log {path}: {exc}") from None
     try:
         _use_wal(connection, busy_timeout)
         # Commits reach the -wal file at once and the disk when the store's `WalSync` syncs that file,
@@ -117,6 +122,8 @@ def _use_wal(connection: sqlite3.Connection, busy_timeout: float) -> None:
 
 def open_reader(path: Path, busy_timeout: float) -> sqlite3.Connection:
     """A read-only connection to an existing audit file (checked to be one)."""
+    if path.is_dir():
+        raise DatabaseOpenError(_is_a_directory(path))
     if not path.is_file():
         raise DatabaseOpenError(f"Audit log not found: {path}")
     connection = sqlite3.connect(
@@ -169,6 +176,10 @@ def _check_version(connection: sqlite3.Connection, path: Path) -> None:
 
 def _tables(connection: sqlite3.Connection) -> set[str]:
     return {row[0] for row in connection.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+
+
+def _is_a_directory(path: Path) -> str:
+    return f"The audit log {path} is a directory: give the path of a file in it (such as {path / 'audit.db'})."
 
 
 def _open_failure(path: Path, exc: sqlite3.DatabaseError) -> str:
