@@ -98,3 +98,19 @@ def test_a_directory_given_as_the_audit_log(tmp_path: Path, demo_db: Path) -> No
     assert result.stderr == (
         f"Error: The audit log {tmp_path} is a directory: give the path of a file in it (such as {suggestion}).\n"
     )
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full (a device that is always full)")
+@pytest.mark.parametrize(
+    "args", [["--help"], ["--version"], ["serve", "--help"], ["approver-hash", "--password", "x"]],
+    ids=["help", "version", "serve-help", "approver-hash"],
+)  # fmt: skip
+def test_output_that_cannot_be_written_is_one_line(args: list[str]) -> None:
+    """A full disk under stdout ended in an OSError traceback."""
+    with Path("/dev/full").open("w") as full:
+        result = subprocess.run(
+            [sys.executable, "-m", "safedb", *args], stdout=full, stderr=subprocess.PIPE, text=True, timeout=30,
+            check=False,
+        )  # fmt: skip
+    assert result.returncode == 1
+    assert result.stderr == "Error: Cannot write the output: No space left on device\n"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import math
 import os
@@ -14,7 +15,7 @@ from click.core import ParameterSource
 
 from safedb import __version__, launch
 from safedb.audit.commands import audit_commands
-from safedb.cli_options import VariableOption
+from safedb.cli_options import VariableOption, abandon_stdout, output_failure
 from safedb.errors import SafeDBError
 from safedb.settings import Transport, default_data_dir
 from safedb.web.passwords import hash_password
@@ -62,6 +63,17 @@ class SafeDBCommands(click.Group):
 
             self.add_command(getattr(commands, cmd_name))
         return super().get_command(ctx, cmd_name)
+
+    def main(self, *args: Any, **kwargs: Any) -> Any:
+        """Click ends quietly when the reader of stdout goes away; any other failure to write what a command
+        prints (a full disk, a closed terminal) ends in one line and exit status 1, not a traceback."""
+        try:
+            return super().main(*args, **kwargs)
+        except OSError as exc:
+            abandon_stdout()
+            with contextlib.suppress(OSError):
+                click.echo(f"Error: {output_failure(exc)}", err=True)
+            sys.exit(1)
 
 
 @click.group(cls=SafeDBCommands, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})

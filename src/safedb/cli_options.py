@@ -1,7 +1,10 @@
-"""Command-line options that name their SAFEDB_* variable in --help, not in error messages."""
+"""Command-line options that name their SAFEDB_* variable in --help, not in error messages; output that fails."""
 
 from __future__ import annotations
 
+import contextlib
+import os
+import sys
 from typing import Any
 
 import click
@@ -18,3 +21,19 @@ class VariableOption(click.Option):
 
     def get_error_hint(self, ctx: click.Context | None) -> str:
         return click.Parameter.get_error_hint(self, ctx)
+
+
+def output_failure(exc: OSError) -> str:
+    """What could not be written, for an error that a command's output raised (`Cannot write the output: No space
+    left on device`)."""
+    what = exc.filename if exc.filename is not None else "the output"
+    return f"Cannot write {what}: {exc.strerror or exc}"
+
+
+def abandon_stdout() -> None:
+    """Point stdout at the null device, so that Python's flush of what is still buffered, as it exits, does not fail
+    a second time (and print an "Exception ignored" traceback)."""
+    with contextlib.suppress(OSError, ValueError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)

@@ -210,3 +210,48 @@ def test_a_directory_given_as_the_log(tmp_path: Path, command: str) -> None:
         run_audit(command, "--audit-db", str(tmp_path)), 2, f"The audit log {tmp_path} is a directory"
     )
     assert list(tmp_path.iterdir()) == []
+
+
+def test_an_export_that_fails_part_way_leaves_no_partial_file(audit_path: Path, tmp_path: Path) -> None:
+    """`export -o` wrote into its output as it read: a record that could not be read part-way left the records
+    before it in the file (exit 2), over what an earlier export had written there."""
+    fill(audit_path, 5)
+    with tampering(audit_path) as db:
+        db.execute("UPDATE audit_log SET sql = CAST(sql AS BLOB) WHERE seq = 4")
+    earlier = tmp_path / "earlier.jsonl"
+    earlier.write_text("an earlier export\n", encoding="utf-8")
+    new = tmp_path / "new.jsonl"
+    for output in (earlier, new):
+        result = run_audit("export", "--audit-db", str(audit_path), "-o", str(output))
+        _assert_clean_failure(result, 2, "Audit record 4 cannot be read")
+    assert earlier.read_text(encoding="utf-8") == "an earlier export\n"
+    assert sorted(path.name for path in tmp_path.iterdir()) == sorted([audit_path.parent.name, earlier.name])
+
+
+def test_an_export_file_is_complete_and_readable_by_its_owner_only(audit_path: Path, tmp_path: Path) -> None:
+    records = fill(audit_path, 3)
+    output = tmp_path / "export.jsonl"
+    result = run_audit("export", "--audit-db", str(audit_path), "-o", str(output))
+    assert result.returncode == 0, result.stderr
+    assert [json.loads(line)["hash"] for line in output.read_text(encoding="utf-8").splitlines()] == [
+        record.hash for record in records
+    ]
+    assert output.stat().st_mode & 0o777 == 0o600
+    output.chmod(0o640)
+    assert run_audit("export", "--audit-db", str(audit_path), "-o", str(output)).returncode == 0
+    assert output.stat().st_mode & 0o777 == 0o640
+    assert sorted(path.name for path in tmp_path.iterdir()) == sorted([audit_path.parent.name, output.name])
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full (a device that is always full)")
+@pytest.mark.parametrize("args", [["list"], ["list", "--json"], ["verify"], ["export"], ["init"]], ids="-".join)
+def test_output_that_cannot_be_written_is_one_line_and_exit_2(audit_path: Path, args: list[str]) -> None:
+    """Output to a full disk ended in an OSError traceback, with exit status 1, which for `verify` means tampering."""
+    fill(audit_path, 3)
+    with Path("/dev/full").open("w") as full:
+        result = subprocess.run(
+            [sys.executable, "-m", "safedb", "audit", *args, "--audit-db", str(audit_path)],
+            stdout=full, stderr=subprocess.PIPE, text=True, timeout=60, check=False,
+        )  # fmt: skip
+    assert result.returncode == 2, result.stderr
+    assert result.stderr == "Error: Cannot write the output: No space left on device\n"

@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import functools
 import os
+import stat
 import sys
-from collections.abc import Callable, Iterator
+import tempfile
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
@@ -25,7 +27,7 @@ from safedb.audit.open import is_postgres_url, open_audit_store
 from safedb.audit.records import AuditRecord, parse_time
 from safedb.audit.store import AuditQuery, AuditStore
 from safedb.audit.verification import verify
-from safedb.cli_options import VariableOption
+from safedb.cli_options import VariableOption, abandon_stdout, output_failure
 from safedb.config_file import load_settings
 from safedb.errors import ConfigurationError, SafeDBError
 from safedb.settings import Settings, default_data_dir
@@ -150,13 +152,17 @@ def _opened(location: str | Path) -> Iterator[AuditStore]:
 
 @contextmanager
 def _pipe_safe() -> Iterator[None]:
-    """End quietly when the reader of stdout goes away (`safedb audit export | head`)."""
+    """End quietly when the reader of stdout goes away (`safedb audit export | head`); when stdout cannot be
+    written otherwise (a full disk), with one line and exit status 2, never 1, which `verify` keeps for tampering."""
     try:
         yield
+        sys.stdout.flush()
     except BrokenPipeError:
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
+        abandon_stdout()
         sys.exit(1)
+    except OSError as exc:
+        abandon_stdout()
+        raise AuditUnavailable(output_failure(exc)) from None
 
 
 @click.group("audit")
@@ -177,7 +183,8 @@ def init_log(location: str | Path) -> None:
             report = verify(store)
     except SafeDBError as exc:
         raise AuditUnavailable(str(exc)) from None
-    click.echo(f"Audit log ready. {report.summary()}")
+    with _pipe_safe():
+        click.echo(f"Audit log ready. {report.summary()}")
     if not report.intact:
         sys.exit(1)
 
@@ -219,7 +226,8 @@ def verify_log(location: str | Path) -> None:
     """Check the hash chain; exit 1 naming the first edited, deleted or inserted record."""
     with _opened(location) as store:
         report = verify(store)
-    click.echo(report.summary())
+    with _pipe_safe():
+        click.echo(report.summary())
     if not report.intact:
         sys.exit(1)
 
@@ -252,14 +260,36 @@ def export_records(
         if output is None:
             with _pipe_safe():
                 write_jsonl(store.records(query), sys.stdout)
-                sys.stdout.flush()
             return
         try:
-            with output.open("w", encoding="utf-8") as stream:
-                count = write_jsonl(store.records(query), stream)
+            count = _export_to(output, store.records(query))
         except OSError as exc:
             raise AuditUnavailable(f"Cannot write {output}: {exc.strerror}") from None
         click.echo(f"Exported {count} record{'' if count == 1 else 's'} to {output}.", err=True)
+
+
+def _export_to(output: Path, records: Iterable[AuditRecord]) -> int:
+    """Write the export to a new file beside `output` and rename it over `output` once complete, so that an export
+    that fails part-way (a record that cannot be read, a full disk) leaves no partial file, and an earlier export
+    at that name as it was. The file is readable by its owner only, as the log (it holds the same SQL text); an
+    existing file keeps its permissions. A pipe, a device or a symbolic link (`-o /dev/stdout`) is written through."""
+    if output.is_symlink() or (output.exists() and not output.is_file()):
+        with output.open("w", encoding="utf-8") as stream:
+            return write_jsonl(records, stream)
+    mode = stat.S_IMODE(output.stat().st_mode) if output.exists() else 0o600
+    handle, name = tempfile.mkstemp(dir=output.parent, prefix=f".{output.name}.", suffix=".partial")
+    partial = Path(name)
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8") as stream:
+            count = write_jsonl(records, stream)
+            stream.flush()
+            os.fsync(stream.fileno())
+        partial.chmod(mode)
+        partial.replace(output)
+    except BaseException:
+        partial.unlink(missing_ok=True)
+        raise
+    return count
 
 
 def _is_the_log(output: Path, location: str | Path) -> bool:
