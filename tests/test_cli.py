@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from safedb.web.passwords import verify_password
+
 
 def run_safedb(*args: str, timeout: float = 30) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
@@ -114,3 +116,51 @@ def test_output_that_cannot_be_written_is_one_line(args: list[str]) -> None:
         )  # fmt: skip
     assert result.returncode == 1
     assert result.stderr == "Error: Cannot write the output: No space left on device\n"
+
+
+def test_approver_hash_reads_one_line_from_standard_input() -> None:
+    """Without a terminal, approver-hash printed Python's GetPassWarning, asked twice on a pipe and ended in
+    'Aborted!' (exit 1): there was no way to hash a password without putting it on the command line."""
+    result = subprocess.run(
+        [sys.executable, "-m", "safedb", "approver-hash"], input="correct horse\n", capture_output=True, text=True,
+        timeout=30, check=False,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert result.stderr == ""
+    assert verify_password(result.stdout.strip(), "correct horse")
+    assert not verify_password(result.stdout.strip(), "correct horse\n")
+
+
+@pytest.mark.parametrize(
+    ("args", "stdin", "message"),
+    [
+        ([], b"", "No password on standard input"),
+        ([], b"\n", "No password on standard input"),
+        ([], b"\xff\n", "The password on standard input is not UTF-8 text."),
+        (["--password", ""], b"", "Invalid value for --password: the password is empty."),
+    ],
+    ids=["no-input", "empty-line", "not-utf8", "empty-option"],
+)
+def test_approver_hash_refuses_no_password(args: list[str], stdin: bytes, message: str) -> None:
+    """An empty password was hashed (and could then sign an approver in); a GetPassWarning and 'Aborted!' came
+    when standard input was not a terminal."""
+    result = subprocess.run(
+        [sys.executable, "-m", "safedb", "approver-hash", *args], input=stdin, capture_output=True, timeout=30,
+        check=False,
+    )  # fmt: skip
+    assert result.returncode == 2
+    assert result.stdout == b""
+    assert message in result.stderr.decode()
+    assert b"Traceback" not in result.stderr
+    assert b"Warning" not in result.stderr
+
+
+def test_approver_hash_refuses_a_password_argument_that_is_not_utf8() -> None:
+    """A non-UTF-8 byte on the command line (a surrogate to Python) ended in a UnicodeEncodeError traceback."""
+    result = subprocess.run(
+        [sys.executable.encode(), b"-m", b"safedb", b"approver-hash", b"--password", b"\xff"], capture_output=True,
+        timeout=30, check=False,
+    )  # fmt: skip
+    assert result.returncode == 2
+    assert b"Invalid value for --password: the password is not UTF-8 text." in result.stderr
+    assert b"Traceback" not in result.stderr

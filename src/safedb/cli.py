@@ -180,12 +180,38 @@ def serve(ctx: click.Context, /, config: Path | None, log_level: str, **options:
 
 @main.command("approver-hash")
 @click.option(
-    "--password", prompt=True, hide_input=True, confirmation_prompt=True,
-    help="Asked in the terminal (hidden, twice) when not given; on the command line other users can see it (ps).",
-)  # fmt: skip
-def approver_hash(password: str) -> None:
+    "--password",
+    help="Otherwise asked in the terminal (hidden, twice), or read from standard input (one line) when that is "
+    "not a terminal (`safedb approver-hash < file`). On the command line other users can see it (ps).",
+)
+def approver_hash(password: str | None) -> None:
     """Print the password hash of an approver, for `server.approvers` in the configuration file."""
+    if password is None:
+        if sys.stdin is not None and sys.stdin.isatty():
+            password = click.prompt("Password", hide_input=True, confirmation_prompt=True)
+        else:
+            password = _password_from_stdin()
+    try:
+        password.encode()
+    except UnicodeEncodeError:
+        raise click.BadParameter("the password is not UTF-8 text.", param_hint="--password") from None
+    if not password:
+        raise click.BadParameter("the password is empty.", param_hint="--password")
     click.echo(hash_password(password))
+
+
+def _password_from_stdin() -> str:
+    """The first line of standard input, without its line break."""
+    line = sys.stdin.buffer.readline() if sys.stdin is not None else b""
+    if not line.strip(b"\r\n"):
+        raise click.UsageError(
+            "No password on standard input: run approver-hash in a terminal, give it one line on standard input, "
+            "or use --password."
+        )
+    try:
+        return line.decode("utf-8").removesuffix("\n").removesuffix("\r")
+    except UnicodeDecodeError:
+        raise click.UsageError("The password on standard input is not UTF-8 text.") from None
 
 
 main.add_command(audit_commands)
