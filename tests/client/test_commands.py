@@ -426,3 +426,37 @@ def _running(pid: int) -> bool:
             return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
     except FileNotFoundError:
         return False
+
+
+def _safedb_with_stdout(stdout: int, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "safedb", *args], stdout=stdout, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
+        text=True, timeout=60, check=False, cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), str(ROOT)])},
+    )  # fmt: skip
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full (a device that is always full)")
+@pytest.mark.parametrize("command", ["call", "client"])
+def test_output_that_cannot_be_written_is_not_blamed_on_the_server(server_url: str, command: str) -> None:
+    """A full disk under stdout was reported as 'Cannot talk to URL: [Errno 28] No space left on device'."""
+    args = [server_url, "echo", "text=hi"] if command == "call" else [server_url, "-x", "echo text=hi"]
+    with Path("/dev/full").open("w") as full:
+        result = _safedb_with_stdout(full.fileno(), command, *args)
+    assert result.returncode == 1
+    assert result.stderr == "Error: Cannot write the output: No space left on device\n"
+
+
+def test_a_reader_of_stdout_that_went_away_ends_the_session_quietly(demo_db: Path) -> None:
+    """`safedb client --stdio ... | head` whose reader had gone said 'Cannot talk to COMMAND: [Errno 32] Broken
+    pipe', blaming the server."""
+    server = shlex.join([sys.executable, "-m", "safedb", "serve", "--transport", "stdio", "--database", str(demo_db)])
+    reading, writing = os.pipe()
+    os.close(reading)
+    try:
+        result = _safedb_with_stdout(writing, "client", "--stdio", server, "-x", "tools", "-x", "list_tables")
+    finally:
+        os.close(writing)
+    assert result.returncode == 1
+    assert "Error" not in result.stderr
+    assert "Broken pipe" not in result.stderr

@@ -16,6 +16,7 @@ from mcp.shared.exceptions import MCPError
 from prompt_toolkit.application import create_app_session
 from prompt_toolkit.output import create_output
 
+from safedb.cli_options import abandon_stdout, output_failure
 from safedb.client.config_variables import PromptInput
 from safedb.client.connection import ERA_MODES, Connection, EraUnavailable, connect
 from safedb.client.console_log import log_to_console
@@ -78,7 +79,7 @@ def client(
     answerer = _answerer(answers_file, decline_all)
 
     async def session(connection: Connection) -> bool:
-        runner = CommandRunner(connection, click.echo)
+        runner = CommandRunner(connection, _write)
         if commands:
             return await run_script(runner, commands)
         if sys.stdin.isatty():
@@ -118,7 +119,7 @@ def call(
     answerer = _answerer(answers_file, decline_all, quiet=json_output)
 
     async def one_call(connection: Connection) -> bool:
-        runner = CommandRunner(connection, click.echo, json_output=json_output)
+        runner = CommandRunner(connection, _write, json_output=json_output)
         return (await runner.call(rest[0], rest[1:])).ok
 
     _exit(_run(chosen, answerer, era, one_call))
@@ -143,7 +144,7 @@ def demo(url: str | None, data_dir: str | None, era: str, answers_file: Path | N
     answerer = _answerer(answers_file, decline_all)
 
     async def scenario(connection: Connection) -> bool:
-        return await run_demo(CommandRunner(connection, click.echo), click.echo)
+        return await run_demo(CommandRunner(connection, _write), _write)
 
     _exit(_run(chosen, answerer, era, scenario))
 
@@ -253,8 +254,31 @@ def _run(target: Target, answerer: Answerer, era: str, work: Callable[[Connectio
     try:
         with session:
             return anyio.run(_until_terminated, main)
+    except* _OutputFailed as group:
+        error = _first_error(group)
+        abandon_stdout()
+        if isinstance(error, _OutputFailed) and isinstance(error.error, BrokenPipeError):
+            sys.exit(1)  # the reader of stdout went away (`| head`): end quietly, as click does
+        raise click.ClickException(str(error)) from None
     except* (OSError, httpx2.HTTPError, MCPError, EraUnavailable) as group:
         raise click.ClickException(f"Cannot talk to {target.describe()}: {_first_message(group)}") from None
+
+
+class _OutputFailed(Exception):
+    """What the client prints could not be written (stdout on a full disk, a closed pipe): not the server's doing,
+    which an OSError from inside the session would be taken for."""
+
+    def __init__(self, error: OSError) -> None:
+        super().__init__(output_failure(error))
+        self.error = error
+
+
+def _write(text: str) -> None:
+    """Print a result or a session's line on stdout."""
+    try:
+        click.echo(text)
+    except OSError as exc:
+        raise _OutputFailed(exc) from exc
 
 
 _TERMINATING = tuple(signal.Signals[name] for name in ("SIGTERM", "SIGHUP") if hasattr(signal, name))
@@ -273,11 +297,16 @@ async def _until_terminated(main: Callable[[], Awaitable[_T]]) -> _T:
 
 def _first_message(group: BaseExceptionGroup[Any]) -> str:
     """The first error's first line, cleaned: it may quote the server (a JSON-RPC error message, what it sent)."""
+    first = _first_error(group)
+    line = next(iter(clean_text(str(first)).splitlines()), "").strip()
+    return line or type(first).__name__
+
+
+def _first_error(group: BaseExceptionGroup[Any]) -> BaseException:
     first: BaseException = group
     while isinstance(first, BaseExceptionGroup):
         first = first.exceptions[0]
-    line = next(iter(clean_text(str(first)).splitlines()), "").strip()
-    return line or type(first).__name__
+    return first
 
 
 def _exit(ok: bool) -> None:
