@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shlex
 import socket
 import subprocess
 import sys
@@ -164,3 +165,23 @@ def test_approver_hash_refuses_a_password_argument_that_is_not_utf8() -> None:
     assert result.returncode == 2
     assert b"Invalid value for --password: the password is not UTF-8 text." in result.stderr
     assert b"Traceback" not in result.stderr
+
+
+def _with_stdin_closed(*args: str) -> subprocess.CompletedProcess[str]:
+    """`safedb ARGS <&-`: the process starts without a standard input at all (not an empty one)."""
+    command = " ".join(shlex.quote(arg) for arg in [sys.executable, "-m", "safedb", *args])
+    return subprocess.run(
+        ["/bin/sh", "-c", f"exec {command} <&-"], capture_output=True, text=True, timeout=60, check=False
+    )
+
+
+@pytest.mark.parametrize("command", ["serve", "client"])
+def test_a_closed_standard_input_reads_as_empty(demo_db: Path, command: str) -> None:
+    """Python makes a closed standard input None: 'serve --transport stdio' ended in "'NoneType' object has no
+    attribute 'buffer'" and the client in "... no attribute 'isatty'", both tracebacks."""
+    serve = ["serve", "--transport", "stdio", "--database", str(demo_db)]
+    args = serve if command == "serve" else ["client", "--stdio", shlex.join([sys.executable, "-m", "safedb", *serve])]
+    result = _with_stdin_closed(*args)
+    assert result.returncode == 0, result.stderr
+    assert "Traceback" not in result.stderr
+    assert "serving sqlite" in result.stderr

@@ -67,6 +67,7 @@ class SafeDBCommands(click.Group):
     def main(self, *args: Any, **kwargs: Any) -> Any:
         """Click ends quietly when the reader of stdout goes away; any other failure to write what a command
         prints (a full disk, a closed terminal) ends in one line and exit status 1, not a traceback."""
+        _reopen_closed_stdin()
         try:
             return super().main(*args, **kwargs)
         except OSError as exc:
@@ -74,6 +75,19 @@ class SafeDBCommands(click.Group):
             with contextlib.suppress(OSError):
                 click.echo(f"Error: {output_failure(exc)}", err=True)
             sys.exit(1)
+
+
+def _reopen_closed_stdin() -> None:
+    """Standard input closed when safedb started (`safedb serve --transport stdio <&-`) is None to Python, which every
+    use of it turned into an AttributeError traceback: it reads as empty instead, as the null device does (so `serve`
+    over stdio and the client see the end of their input at once)."""
+    if sys.stdin is not None:
+        return
+    opened = os.open(os.devnull, os.O_RDONLY)  # the lowest free descriptor: 0 itself
+    if opened != 0:
+        os.dup2(opened, 0)
+        os.close(opened)
+    sys.stdin = open(0, encoding="utf-8", closefd=False)  # noqa: SIM115
 
 
 @click.group(cls=SafeDBCommands, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
