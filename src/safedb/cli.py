@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import logging
 import math
 import os
@@ -66,15 +67,24 @@ class SafeDBCommands(click.Group):
 
     def main(self, *args: Any, **kwargs: Any) -> Any:
         """Click ends quietly when the reader of stdout goes away; any other failure to write what a command
-        prints (a full disk, a closed terminal) ends in one line and exit status 1, not a traceback."""
+        prints (a full disk, a closed terminal) ends in one line and exit status 1, not a traceback. So does any
+        other system error no command caught, without blaming the output."""
         _reopen_closed_stdin()
         try:
             return super().main(*args, **kwargs)
         except OSError as exc:
+            message = output_failure(exc) if exc.errno in _OUTPUT_ERRORS else str(exc)
             abandon_stdout()
             with contextlib.suppress(OSError):
-                click.echo(f"Error: {output_failure(exc)}", err=True)
+                click.echo(f"Error: {message}", err=True)
             sys.exit(1)
+
+
+# What writing to a full disk, a closed terminal or a file too large raises (the reader of a pipe going away,
+# BrokenPipeError, click handles itself).
+_OUTPUT_ERRORS = frozenset(
+    getattr(errno, name) for name in ("ENOSPC", "EDQUOT", "EFBIG", "EIO", "EBADF", "ENXIO") if hasattr(errno, name)
+)
 
 
 def _reopen_closed_stdin() -> None:
