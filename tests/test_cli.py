@@ -27,6 +27,17 @@ def test_missing_database_file(tmp_path: Path) -> None:
     assert not (tmp_path / "nope.db").exists()
 
 
+@pytest.mark.parametrize("url", ["mysql://db.example/shop", "sqlite:///var/data/app.db", "mariadb+pymysql://x/y"])
+def test_a_url_of_another_database_is_refused_by_name(url: str) -> None:
+    """Taken for a file path, it was reported as a missing file with its `//` collapsed (`mysql:/db.example/shop`)."""
+    result = run_safedb("serve", "--database", url)
+    assert result.returncode != 0
+    scheme = url.split("://", maxsplit=1)[0]
+    assert f"{scheme}://... is neither" in result.stderr
+    assert "postgresql://" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
 def test_file_that_is_not_a_database(tmp_path: Path) -> None:
     bogus = tmp_path / "notes.db"
     bogus.write_text("these are not the pages you are looking for\n" * 100)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import re
 from pathlib import Path
 
 from safedb.db.backend import Database, QueryLimits
@@ -12,6 +13,7 @@ from safedb.errors import ConfigurationError, DatabaseOpenError
 logger = logging.getLogger(__name__)
 
 POSTGRES_SCHEMES = ("postgresql://", "postgres://")
+_URL_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://")
 
 
 def is_postgres_url(value: str) -> bool:
@@ -45,6 +47,11 @@ def open_database(
         return PostgresDatabase(url_or_path, limits, writer_dsn=writer_url, readers=readers, writers=writers)
     if writer_url is not None:
         raise ConfigurationError("A separate writer URL applies to PostgreSQL only.")
+    if (scheme := _URL_SCHEME.match(url_or_path)) is not None:
+        raise ConfigurationError(
+            f"SafeDB serves an SQLite file, given by its path, or PostgreSQL, by a postgresql:// URL; "
+            f"{scheme.group(0)}... is neither."
+        )
     return SqliteDatabase(Path(url_or_path), limits, readers=readers)
 
 
