@@ -42,7 +42,10 @@ NOTES = [
     "(a read sorting an endless query wrote 2.1 GB of them in 8 s). So a sorted read of 1,000,000 rows holds "
     "them in memory while it sorts, about 115 MiB here. The allocator keeps those pages once the warm-up's sort "
     "is done (190 MiB before the measured calls, whose sorts reuse them). The memory target is not met for that "
-    "reason; the plain scan, which reads only as far as the cap, meets it.",
+    "reason; the plain scan, which reads only as far as the cap, meets it. Tried and not kept (2026-11-27): "
+    "temporary files again, with each read stopped past 256 MiB of what its thread wrote (Linux counts that). "
+    "SafeDB can count only at SQLite's progress checks, every 100,000 steps, and a read of 100 kB rows wrote "
+    "540 MB before the check stopped it; the heap limit holds exactly.",
     "Large results: the large call's time depends on how busy the server is with the small reads issued "
     "meanwhile (a server that answers them faster also has less time left for the large call), so compare it "
     "together with the small-read latency.",
