@@ -225,16 +225,14 @@ class PostgresDatabase:
                 rows = None
                 if await count_is_a_read(connection, relation.identifier().as_string(connection)):
                     rows = await catalog.row_count(connection, relation, seconds / 2)
-                estimated = rows is None and relation.kind in ("r", "p", "m")
-                if estimated:
-                    rows = await catalog.row_estimate(connection, relation)
+                estimate = await catalog.row_estimate(connection, relation) if rows is None else None
                 return TableDescription(
                     name=relation.display_name,
                     type=relation.type,
                     columns=await catalog.columns(connection, relation),
-                    row_count=rows,
+                    row_count=rows if estimate is None else estimate,
                     sql=await catalog.definition(connection, relation),
-                    row_count_estimated=estimated and rows is not None,
+                    row_count_estimated=estimate is not None,
                 )
 
     async def aclose(self) -> None:

@@ -455,9 +455,7 @@ async def _cascade_lines(connection: Connection, classification: Classification)
     """The tables foreign keys carry a DELETE, an UPDATE or a TRUNCATE to, which the statement does not name."""
     lines = []
     for kind, cascade in _CASCADES.items():
-        changed = (change.target for change in classification.changes if change.kind is kind)
-        targets = [_quoted(target) for target in changed if target.type is ObjectType.TABLE]
-        if not targets:
+        if not (targets := quoted_targets(classification, {kind})):
             continue
         cursor = await connection.execute(
             _CASCADE_SQL.format(action=cascade.action_column),
@@ -476,8 +474,7 @@ async def _trigger_lines(connection: Connection, classification: Classification)
     """The triggers a change that is not a plain data change runs besides (a data change with triggers gets no
     dry run, and its question says why): TRUNCATE triggers, and event triggers for anything but TRUNCATE."""
     lines = []
-    truncated = [_quoted(c.target) for c in classification.changes if c.kind is ChangeKind.TRUNCATE]
-    if truncated:
+    if truncated := quoted_targets(classification, {ChangeKind.TRUNCATE}):
         cursor = await connection.execute(_TRUNCATE_TRIGGERS_SQL, {"targets": truncated})
         if names := [name for (name,) in await cursor.fetchall()]:
             lines.append(f"TRUNCATE triggers run with it: {_listed(names)}.")

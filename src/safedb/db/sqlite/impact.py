@@ -36,7 +36,8 @@ def measure_impact(
     again where it can wait longer.
     """
     if set(classification.categories) == {ChangeCategory.DATA}:
-        return _dry_run(connection, classification, authorizer)
+        with temporary_rows_in_memory(connection):
+            return _dry_run(connection, classification, authorizer)
     return Impact(lines=tuple(_schema_lines(connection, classification)))
 
 
@@ -51,13 +52,6 @@ def rows_changed(connection: sqlite3.Connection, total_before: int) -> int:
 
 
 def _dry_run(
-    connection: sqlite3.Connection, classification: Classification, authorizer: Callable[[], Authorizer]
-) -> Impact:
-    with temporary_rows_in_memory(connection):
-        return _dry_run_in_memory(connection, classification, authorizer)
-
-
-def _dry_run_in_memory(
     connection: sqlite3.Connection, classification: Classification, authorizer: Callable[[], Authorizer]
 ) -> Impact:
     connection.execute("BEGIN IMMEDIATE")
