@@ -34,6 +34,7 @@ from safedb.db.sqlite.expansion import statement_nesting, subquery_depth
 from safedb.db.sqlite.impact import may_replace, measure_impact, rows_changed
 from safedb.db.sqlite.inspector import SchemaFacts, inspect_statement, schema_facts, schema_version, shadow_table_names
 from safedb.db.sqlite.known_statements import KnownStatements
+from safedb.db.sqlite.row_limit import execute_read
 from safedb.errors import InvalidStatement, QueryFailed, QueryTimeout, RowCountChanged
 from safedb.inline_work import INLINE_BUDGET, INLINE_STATEMENT_CHARS, LONG_STATEMENT_CHARS, RecentDuration
 from safedb.sql.classification import MAX_STATEMENT_CHARS, ChangeCategory, ChangeKind, Classification, ObjectType
@@ -258,8 +259,11 @@ class SqliteDatabase:
             raise ValueError("read() takes read-only statements only")
 
         def run(connection: sqlite3.Connection) -> ResultSet:
-            # Closing the cursor ends the read at once, even when rows were left unread past the caps.
-            with contextlib.closing(connection.execute(classification.statement)) as cursor:
+            # Closing the cursor ends the read at once, even when rows were left unread past the caps. One row
+            # past the row cap tells whether the result was cut.
+            with contextlib.closing(
+                execute_read(connection, classification.statement, self.limits.max_rows + 1)
+            ) as cursor:
                 columns = [column[0] for column in cursor.description or ()]
                 return fetch_capped(cursor, columns, self.limits)
 

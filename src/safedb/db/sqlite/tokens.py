@@ -26,17 +26,22 @@ Token = tuple[str, int]
 
 def sql_tokens(sql: str) -> Iterator[Token]:
     """The names and punctuation of `sql`, in order (strings, numbers, blanks and comments left out)."""
+    return (token for token, _ in located_tokens(sql))
+
+
+def located_tokens(sql: str) -> Iterator[tuple[Token, int]]:
+    """`sql_tokens`, each with the offset in `sql` where it starts."""
     for match in _TOKEN.finditer(sql):
         kind, text = match.lastgroup, match.group()
         if kind == "quoted":
             quote = text[0]
             end = _CLOSING_QUOTE[quote]
             inner = text[1:-1] if len(text) > 1 and text.endswith(end) else text[1:]
-            yield (inner if quote == "[" else inner.replace(quote * 2, quote)).lower(), QUOTED
+            yield ((inner if quote == "[" else inner.replace(quote * 2, quote)).lower(), QUOTED), match.start()
         elif kind == "word":
-            yield text.lower(), WORD
+            yield (text.lower(), WORD), match.start()
         elif kind == "mark":
-            yield text, MARK
+            yield (text, MARK), match.start()
 
 
 def is_keyword(token: Token, word: str) -> bool:

@@ -1,0 +1,61 @@
+"""A read told in SQL how many rows SafeDB will keep, so that SQLite computes no more than those.
+
+SafeDB keeps at most `max_rows` rows of a result, but a query does not know that: one sorting 1,000,000 rows
+sorted them all, in memory (about 120 MiB and 1.3 s), to hand over the first 500. With `LIMIT 501` after it,
+SQLite keeps only the best 501 while it reads (16 MiB, 0.2 s). The rows it returns are the query's first ones,
+which are the rows SafeDB would have kept (rows that tie in the sort order may come in another order).
+
+Only the text that runs gets the LIMIT; the statement classified and recorded is the one the caller wrote.
+"""
+
+from __future__ import annotations
+
+import functools
+import sqlite3
+
+from safedb.db.sqlite.tokens import MARK, WORD, located_tokens
+
+# What SQLite says when the LIMIT cannot follow the query, as after a compound ending in VALUES.
+_LIMIT_REFUSED = 'near "LIMIT": syntax error'
+
+
+def execute_read(connection: sqlite3.Connection, statement: str, rows: int) -> sqlite3.Cursor:
+    """Run the read-only `statement` for at most `rows` rows: limited where SQLite takes a LIMIT after it."""
+    limited = with_row_limit(statement, rows)
+    if limited is not None:
+        try:
+            return connection.execute(limited)
+        except sqlite3.OperationalError as exc:
+            if str(exc) != _LIMIT_REFUSED:
+                raise
+    return connection.execute(statement)
+
+
+@functools.lru_cache(maxsize=1024)  # asked on every read
+def with_row_limit(statement: str, rows: int) -> str | None:
+    """`statement` with `LIMIT rows` after it, when it is a query (`SELECT`, or `WITH` and then one) with no
+    LIMIT of its own; None otherwise. A closing `;` and what follows it are left out.
+
+    A LIMIT after a whole query can only be the query's own: every nested query, and each `WITH` part, is in
+    parentheses. SQLite may still refuse it (a compound ending in `VALUES` takes none), which `execute_read`
+    catches.
+    """
+    depth = 0
+    end = len(statement)
+    tokens = located_tokens(statement)
+    first = next(tokens, None)
+    if first is None or first[0] not in (("select", WORD), ("with", WORD)):
+        return None
+    for (text, kind), start in tokens:
+        if kind == MARK:
+            if text == "(":
+                depth += 1
+            elif text == ")":
+                depth -= 1
+            elif text == ";" and depth == 0:
+                end = start
+                break
+        elif kind == WORD and text == "limit" and depth == 0:
+            return None
+    # On a line of its own: the query may end in a `--` comment.
+    return f"{statement[:end]}\nLIMIT {rows}"
