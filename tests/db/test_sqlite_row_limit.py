@@ -64,6 +64,12 @@ def test_the_limited_text_is_what_sqlite_runs_and_a_refused_limit_runs_the_state
     assert ran == ["SELECT 1 UNION ALL SELECT 2\nLIMIT 6", "SELECT 1 UNION ALL VALUES (2)"]
     with pytest.raises(sqlite3.OperationalError, match="no such table"):
         execute_read(connection, "SELECT * FROM missing", 6)
+    # A long statement is limited too (its limited text is not kept for the next read).
+    long = "SELECT 1 AS " + "x" * 20_000
+    ran.clear()
+    with closing(execute_read(connection, long, 6)) as cursor:
+        assert cursor.fetchall() == [(1,)]
+    assert ran == [f"{long}\nLIMIT 6"]
 
 
 @pytest.fixture

@@ -21,7 +21,8 @@ _LIMIT_REFUSED = 'near "LIMIT": syntax error'
 
 def execute_read(connection: sqlite3.Connection, statement: str, rows: int) -> sqlite3.Cursor:
     """Run the read-only `statement` for at most `rows` rows: limited where SQLite takes a LIMIT after it."""
-    limited = with_row_limit(statement, rows)
+    short = len(statement) <= _REMEMBERED_CHARS
+    limited = _remembered_row_limit(statement, rows) if short else with_row_limit(statement, rows)
     if limited is not None:
         try:
             return connection.execute(limited)
@@ -31,7 +32,6 @@ def execute_read(connection: sqlite3.Connection, statement: str, rows: int) -> s
     return connection.execute(statement)
 
 
-@functools.lru_cache(maxsize=1024)  # asked on every read
 def with_row_limit(statement: str, rows: int) -> str | None:
     """`statement` with `LIMIT rows` after it, when it is a query (`SELECT`, or `WITH` and then one) with no
     LIMIT of its own; None otherwise. A closing `;` and what follows it are left out.
@@ -59,3 +59,8 @@ def with_row_limit(statement: str, rows: int) -> str | None:
             return None
     # On a line of its own: the query may end in a `--` comment.
     return f"{statement[:end]}\nLIMIT {rows}"
+
+
+# Short statements' limited texts are remembered, since every read asks; long ones would hold much memory.
+_REMEMBERED_CHARS = 10_000
+_remembered_row_limit = functools.lru_cache(maxsize=1024)(with_row_limit)
