@@ -104,6 +104,23 @@ def test_help_names_each_variable_and_errors_name_the_option(demo_db: Path) -> N
     assert "Invalid value for '--port': 'x'" in result.stderr
 
 
+def test_an_allowed_path_that_is_not_a_directory_is_announced(tmp_path: Path, demo_db: Path) -> None:
+    """It was taken silently: a mistyped directory showed only when a statement using it was refused."""
+    (tmp_path / "backups").mkdir()
+    args = ["--allow-path", str(tmp_path / "backups"), "--allow-path", str(tmp_path / "bakups")]
+    result = subprocess.run(
+        [sys.executable, "-m", "safedb", "serve", "--database", str(demo_db), "--transport", "stdio",
+         "--audit-db", str(tmp_path / "audit.db"), *args],
+        stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=30, check=False,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    name = demo_db.stem
+    assert f"warning: {tmp_path / 'bakups'}, allowed for ATTACH and VACUUM INTO on {name}, is not a directory" in (
+        result.stderr
+    )
+    assert "backups," not in result.stderr
+
+
 def test_a_directory_given_as_the_audit_log(tmp_path: Path, demo_db: Path) -> None:
     """sqlite3's "unable to open database file" went up as a traceback."""
     result = run_safedb("serve", "--database", str(demo_db), "--audit-db", str(tmp_path), "--port", "0")

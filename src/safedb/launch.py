@@ -91,6 +91,9 @@ def run(settings: Settings, announce: Callable[[str], None]) -> None:
     where = "over stdio" if listener is None else f"at http://{settings.host}:{listener.getsockname()[1]}/mcp"
     for target in settings.targets:
         announce(f"target {target.safety_mode()}")
+        for path in target.policy.allowed_paths:
+            if not path.is_dir():  # a typo would otherwise show only when a statement is refused
+                announce(f"warning: {path}, allowed for ATTACH and VACUUM INTO on {target.name}, is not a directory")
     labels = ", ".join(database.label for database in databases.values())
     announce(f"SafeDB {__version__} serving {labels} {where}")
     with contextlib.suppress(KeyboardInterrupt):
