@@ -180,18 +180,6 @@ _CASCADES = {
     ),
 }
 
-# The user triggers a TRUNCATE of the targets runs: on them, the tables it may empty with them (CASCADE) and
-# their children. Bit 5 of tgtype is TRIGGER_TYPE_TRUNCATE.
-_TRUNCATE_TRIGGERS_SQL = f"""
-WITH RECURSIVE {CLOSURE}
-SELECT t.tgname || ' on ' || t.tgrelid::regclass::text FROM pg_trigger t JOIN closure ON closure.oid = t.tgrelid
-WHERE NOT t.tgisinternal AND t.tgenabled <> 'D' AND t.tgtype & 32 <> 0 ORDER BY 1
-"""
-# Event triggers fire on DDL (CREATE, ALTER, DROP, GRANT, COMMENT...), whichever objects it names.
-_EVENT_TRIGGER_NAMES_SQL = """
-SELECT evtname || ' (' || evtevent || coalesce(' of ' || array_to_string(evttags, ', '), '') || ')'
-FROM pg_event_trigger WHERE evtenabled <> 'D' ORDER BY 1
-"""
 _DRY_RUN_LOCK_WAIT = "100ms"
 _EVENT_TRIGGERS_SQL = "SELECT EXISTS (SELECT 1 FROM pg_event_trigger WHERE evtenabled <> 'D')"
 _CASCADED = "drop cascades to "
@@ -257,7 +245,6 @@ async def measure_impact(
                     obstacles = await _obstacles(reader, statement, classification)
                 else:
                     object_lines = await _object_lines(reader, classification, pools)
-                    object_lines += await _trigger_lines(reader, classification)
             if data_change:
                 impact = await _data_impact(pools, statement, classification, obstacles, seconds)
             elif changed := [kind for kind in classification.kinds if kind in _DRY_RUN_KINDS]:
@@ -467,21 +454,6 @@ async def _cascade_lines(connection: Connection, classification: Classification)
         ]
         if reached:
             lines.append(cascade.message.format(", ".join(reached)))
-    return lines
-
-
-async def _trigger_lines(connection: Connection, classification: Classification) -> list[str]:
-    """The triggers a change that is not a plain data change runs besides (a data change with triggers gets no
-    dry run, and its question says why): TRUNCATE triggers, and event triggers for anything but TRUNCATE."""
-    lines = []
-    if truncated := quoted_targets(classification, {ChangeKind.TRUNCATE}):
-        cursor = await connection.execute(_TRUNCATE_TRIGGERS_SQL, {"targets": truncated})
-        if names := [name for (name,) in await cursor.fetchall()]:
-            lines.append(f"TRUNCATE triggers run with it: {_listed(names)}.")
-    if any(kind is not ChangeKind.TRUNCATE for kind in classification.kinds):
-        cursor = await connection.execute(_EVENT_TRIGGER_NAMES_SQL)
-        if names := [name for (name,) in await cursor.fetchall()]:
-            lines.append(f"Event triggers may run with it: {_listed(names)}.")
     return lines
 
 
