@@ -103,6 +103,8 @@ class PostgresStatement:
     """False for statements PostgreSQL runs only outside a transaction block (VACUUM, CREATE DATABASE...)."""
     cursor_read: bool = False
     """A SELECT or VALUES that can be read through a server-side cursor."""
+    takes_row_limit: bool = False
+    """A cursor read with no LIMIT or FETCH FIRST of its own: a LIMIT after it bounds the rows PostgreSQL makes."""
     uses_default: bool = False
     """The statement writes column defaults (INSERT, or `DEFAULT` in UPDATE/MERGE)."""
     returns_rows: bool = False
@@ -284,6 +286,7 @@ def _explain(sql: str, text: str, node: ast.ExplainStmt) -> PostgresStatement:
             classification=classification,
             root="ExplainStmt",
             cursor_read=False,
+            takes_row_limit=False,
             returns_rows=False,
             counts_changed_rows=False,
             plans_write_rules=isinstance(inner, _DML),
@@ -296,7 +299,14 @@ def _explain(sql: str, text: str, node: ast.ExplainStmt) -> PostgresStatement:
         raise InvalidStatement(f"EXPLAIN ANALYZE of {type(inner).__name__} is not supported.")
     analysis = _executing(sql, text, inner)
     # Its result is the plan, so the row count PostgreSQL reports is the plan's lines, not the rows changed.
-    return replace(analysis, root="ExplainStmt", cursor_read=False, returns_rows=False, counts_changed_rows=False)
+    return replace(
+        analysis,
+        root="ExplainStmt",
+        cursor_read=False,
+        takes_row_limit=False,
+        returns_rows=False,
+        counts_changed_rows=False,
+    )
 
 
 def _refuse_copy(node: ast.CopyStmt) -> None:
@@ -461,6 +471,7 @@ def _executing(sql: str, text: str, node: ast.Node) -> PostgresStatement:
         relations=tuple(dict.fromkeys(found.relations)),
         types=tuple(dict.fromkeys(found.types)),
         cursor_read=cursor_read,
+        takes_row_limit=cursor_read and isinstance(node, ast.SelectStmt) and node.limitCount is None,
         returns_rows=_returns_rows(node),
         uses_default=uses_default or any(c.kind in (ChangeKind.UPSERT, ChangeKind.MERGE) for c in found.changes),
         counts_changed_rows=isinstance(node, _DML) and not any(isinstance(cte.ctequery, _DML) for cte in _ctes(node)),

@@ -146,19 +146,27 @@ class PostgresDatabase:
         if statement.cursor_read and guarded:
             async with connection.cursor(name=_CURSOR_NAME) as server_cursor:
                 try:
-                    await server_cursor.execute(size_guarded(statement.text, self.limits))
+                    await server_cursor.execute(size_guarded(self._row_limited(statement), self.limits))
                 except psycopg.errors.TooManyColumns as exc:
                     raise _TooWideToGuard from exc
                 columns = [column.name for column in server_cursor.description or ()][:-1]
                 return await fetch_guarded(server_cursor, columns, self.limits)
         if statement.cursor_read:
             async with connection.cursor(name=_CURSOR_NAME) as server_cursor:
-                await server_cursor.execute(statement.text)
+                await server_cursor.execute(self._row_limited(statement))
                 columns = [column.name for column in server_cursor.description or ()]
                 return await fetch_row_by_row(server_cursor, columns, self.limits)
         # SHOW and EXPLAIN: streamed (extended protocol) and read to the end.
         _, result = await streamed(connection.cursor(), statement.text, self.limits)
         return result
+
+    def _row_limited(self, statement: PostgresStatement) -> str:
+        """The text of a cursor read, with a LIMIT one row past the row cap where it has none: PostgreSQL then
+        makes no more rows than SafeDB keeps (a sort keeps the first ones in memory, a top-N heapsort, where
+        sorting a large table whole spills to temporary files). The statement classified is the one written."""
+        if not statement.takes_row_limit:
+            return statement.text
+        return f"{statement.text}\nLIMIT {self.limits.max_rows + 1}"  # on its own line: a `--` comment may end it
 
     async def preview(self, classification: Classification) -> Impact:
         statement = await self._analyzed(classification.statement)
