@@ -35,6 +35,11 @@ _TYPES_INSIDE = """        SELECT t.typbasetype WHERE t.typbasetype <> 0
         UNION ALL
         SELECT g.rngsubtype FROM pg_range g WHERE g.rngtypid = t.oid"""
 
+# The recursive steps below look each type they reach up by its OID, in a subquery that `OFFSET 0` keeps apart: when
+# the type was joined instead, PostgreSQL planned for the huge row counts it guesses for a recursive query, and
+# read every type in the catalog with what is inside each, on every round (spilling to temporary files, which a
+# `temp_file_limit` may forbid), where a round reaches a few types.
+
 # Common table expressions for a `WITH RECURSIVE` query that defines the seeds first:
 #   seed_trees(label text, bucket text, tree text)   stored expressions (as text) that run;
 #   seed_types(label text, bucket text, oid oid)     types whose values are written or produced;
@@ -48,7 +53,8 @@ reached_types(label, bucket, oid) AS (
     SELECT s.label, s.bucket, m[1]::oid FROM seed_trees s
         CROSS JOIN LATERAL regexp_matches(s.tree, %(type_oids)s, 'g') AS m
     UNION
-    SELECT r.label, r.bucket, next.oid FROM reached_types r JOIN pg_type t ON t.oid = r.oid
+    SELECT r.label, r.bucket, next.oid FROM reached_types r
+    CROSS JOIN LATERAL (SELECT * FROM pg_type WHERE oid = r.oid OFFSET 0) AS t
     CROSS JOIN LATERAL (
 {_TYPES_INSIDE}
         UNION ALL
@@ -95,7 +101,7 @@ MET_TYPES = f"""
 met_types(oid) AS (
     SELECT oid FROM met_seed
     UNION
-    SELECT next.oid FROM met_types m JOIN pg_type t ON t.oid = m.oid
+    SELECT next.oid FROM met_types m CROSS JOIN LATERAL (SELECT * FROM pg_type WHERE oid = m.oid OFFSET 0) AS t
     CROSS JOIN LATERAL (
 {_TYPES_INSIDE}
     ) AS next(oid)
