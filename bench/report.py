@@ -39,13 +39,11 @@ NOTES = [
     "50-row text table and the structured rows.",
     "Large results, `sorted`: SafeDB's readers keep the rows a sort holds in SQLite's memory, within its 512 MiB "
     "heap limit (`temp_store = MEMORY`, since 47a9bfb), where they were in temporary files, which nothing bounded "
-    "(a read sorting an endless query wrote 2.1 GB of them in 8 s). So a sorted read of 1,000,000 rows holds "
-    "them in memory while it sorts, about 115 MiB here. The allocator keeps those pages once the warm-up's sort "
-    "is done (190 MiB before the measured calls, whose sorts reuse them). The memory target is not met for that "
-    "reason; the plain scan, which reads only as far as the cap, meets it. Tried and not kept (2026-11-27): "
-    "temporary files again, with each read stopped past 256 MiB of what its thread wrote (Linux counts that). "
-    "SafeDB can count only at SQLite's progress checks, every 100,000 steps, and a read of 100 kB rows wrote "
-    "540 MB before the check stopped it; the heap limit holds exactly.",
+    "(a read sorting an endless query wrote 2.1 GB of them in 8 s). Since bf6262b a query without a LIMIT of its "
+    "own runs with a LIMIT of 501 (one past the row cap), so SQLite keeps only the first 501 rows of the sort while "
+    "it reads, where it sorted all 1,000,000 (about 115 MiB, and a peak of 197 MiB in the run of 74836e8, since "
+    "the allocator kept those pages after the warm-up's sort). The reference reads the whole sort, which SQLite "
+    "writes to temporary files.",
     "Large results: the large call's time depends on how busy the server is with the small reads issued "
     "meanwhile (a server that answers them faster also has less time left for the large call), so compare it "
     "together with the small-read latency.",

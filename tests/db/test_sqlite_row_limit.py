@@ -17,21 +17,21 @@ pytestmark = pytest.mark.anyio
 
 
 @pytest.mark.parametrize(
-    ("statement", "limited"),
+    ("statement", "query"),
     [
-        ("SELECT * FROM t", "SELECT * FROM t\nLIMIT 6"),
-        ("select a from t order by b desc", "select a from t order by b desc\nLIMIT 6"),
-        ("SELECT 1; ", "SELECT 1\nLIMIT 6"),
-        ("SELECT ';' FROM t;;  -- done; LIMIT 1", "SELECT ';' FROM t\nLIMIT 6"),
-        ("SELECT 1 -- a note", "SELECT 1 -- a note\nLIMIT 6"),
-        ("SELECT * FROM (SELECT * FROM t LIMIT 3)", "SELECT * FROM (SELECT * FROM t LIMIT 3)\nLIMIT 6"),
-        ("WITH c AS (SELECT 1 LIMIT 1) SELECT * FROM c", "WITH c AS (SELECT 1 LIMIT 1) SELECT * FROM c\nLIMIT 6"),
-        ('SELECT "limit", [limit], `limit` FROM t', 'SELECT "limit", [limit], `limit` FROM t\nLIMIT 6'),
-        ("SELECT 1 UNION ALL SELECT 2 ORDER BY 1", "SELECT 1 UNION ALL SELECT 2 ORDER BY 1\nLIMIT 6"),
+        ("SELECT * FROM t", "SELECT * FROM t"),
+        ("select a from t order by b desc", "select a from t order by b desc"),
+        ("SELECT 1; ", "SELECT 1"),
+        ("SELECT ';' FROM t;;  -- done; LIMIT 1", "SELECT ';' FROM t"),
+        ("SELECT 1 -- a note", "SELECT 1 -- a note"),
+        ("SELECT * FROM (SELECT * FROM t LIMIT 3)", "SELECT * FROM (SELECT * FROM t LIMIT 3)"),
+        ("WITH c AS (SELECT 1 LIMIT 1) SELECT * FROM c", "WITH c AS (SELECT 1 LIMIT 1) SELECT * FROM c"),
+        ('SELECT "limit", [limit], `limit` FROM t', 'SELECT "limit", [limit], `limit` FROM t'),
+        ("SELECT 1 UNION ALL SELECT 2 ORDER BY 1", "SELECT 1 UNION ALL SELECT 2 ORDER BY 1"),
     ],
 )
-def test_a_query_without_a_limit_of_its_own_gets_one(statement: str, limited: str) -> None:
-    assert with_row_limit(statement, 6) == limited
+def test_a_query_without_a_limit_of_its_own_gets_one(statement: str, query: str) -> None:
+    assert with_row_limit(statement, 6) == f"{query}\nLIMIT CAST(6 AS INTEGER)"
 
 
 @pytest.mark.parametrize(
@@ -61,7 +61,7 @@ def test_the_limited_text_is_what_sqlite_runs_and_a_refused_limit_runs_the_state
     # SQLite takes no LIMIT after a compound ending in VALUES: the statement runs as it was written.
     with closing(execute_read(connection, "SELECT 1 UNION ALL VALUES (2)", 6)) as cursor:
         assert cursor.fetchall() == [(1,), (2,)]
-    assert ran == ["SELECT 1 UNION ALL SELECT 2\nLIMIT 6", "SELECT 1 UNION ALL VALUES (2)"]
+    assert ran == ["SELECT 1 UNION ALL SELECT 2\nLIMIT CAST(6 AS INTEGER)", "SELECT 1 UNION ALL VALUES (2)"]
     with pytest.raises(sqlite3.OperationalError, match="no such table"):
         execute_read(connection, "SELECT * FROM missing", 6)
     # A long statement is limited too (its limited text is not kept for the next read).
@@ -69,7 +69,32 @@ def test_the_limited_text_is_what_sqlite_runs_and_a_refused_limit_runs_the_state
     ran.clear()
     with closing(execute_read(connection, long, 6)) as cursor:
         assert cursor.fetchall() == [(1,)]
-    assert ran == [f"{long}\nLIMIT 6"]
+    assert ran == [f"{long}\nLIMIT CAST(6 AS INTEGER)"]
+
+
+def test_the_limit_leaves_the_plan_as_it_was() -> None:
+    """A LIMIT written as a number is a hint to SQLite's planner, which then chose to build this subquery whole
+    first (12.6 s) where the statement as written finds no row of `small` and stops (0.00 s)."""
+    connection = sqlite3.connect(":memory:")
+    connection.executescript(
+        "CREATE TABLE small (id INTEGER PRIMARY KEY, x INT, flag TEXT); CREATE INDEX small_flag ON small (flag, x);"
+        "CREATE TABLE n (v INT);"
+    )
+    connection.executemany("INSERT INTO small (x, flag) VALUES (?, ?)", [(i, f"f{i % 30}") for i in range(1000)])
+    connection.executemany("INSERT INTO n VALUES (?)", [(i,) for i in range(200)])
+    connection.execute("ANALYZE")
+    query = (
+        "SELECT a.x, s.v FROM small AS a, (SELECT DISTINCT n0.v + n1.v * n2.v AS v FROM n AS n0, n AS n1, n AS n2) "
+        "AS s WHERE a.flag = 'zzz' ORDER BY a.x, s.v"
+    )
+    limited = with_row_limit(query, 501)
+    assert limited is not None
+
+    def plan(sql: str) -> list[str]:
+        return [row[3] for row in connection.execute(f"EXPLAIN QUERY PLAN {sql}")]
+
+    assert plan(limited) == plan(query)
+    assert plan(f"{query} LIMIT 501") != plan(query)  # what a number would do
 
 
 @pytest.fixture
@@ -112,3 +137,19 @@ async def test_reads_keep_the_rows_and_the_cut_of_the_whole_query(
         assert result.truncated is truncated
     finally:
         await numbers.aclose()
+
+
+async def test_the_largest_row_cap_is_a_limit_sqlite_takes(tmp_path: Path) -> None:
+    """One past it, 2**63 was no integer to SQLite, and every read failed with "datatype mismatch"."""
+    path = tmp_path / "few.db"
+    with closing(sqlite3.connect(path)) as connection:
+        connection.execute("CREATE TABLE t (a INTEGER)")
+        connection.execute("INSERT INTO t VALUES (2), (1)")
+        connection.commit()
+    database = SqliteDatabase(path, QueryLimits(max_rows=2**63 - 1))
+    try:
+        result = await database.read(await database.classify("SELECT a FROM t ORDER BY a"))
+    finally:
+        await database.aclose()
+    assert result.rows == ((1,), (2,))
+    assert not result.truncated

@@ -78,3 +78,14 @@ async def test_a_sort_past_its_own_large_limit_still_needs_temporary_files(pg_so
             await database.read(classification)
     finally:
         await database.aclose()
+
+
+async def test_the_largest_row_cap_is_a_limit_postgresql_takes(pg_sorts: PgDatabase) -> None:
+    """One past it, 2**63, is out of range for a LIMIT."""
+    database = pg_sorts.open(QueryLimits(max_rows=2**63 - 1))
+    try:
+        result = await database.read(await database.classify("SELECT id FROM events WHERE id <= 3 ORDER BY id"))
+    finally:
+        await database.aclose()
+    assert [row[0] for row in result.rows] == [1, 2, 3]
+    assert not result.truncated

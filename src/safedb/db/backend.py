@@ -22,6 +22,12 @@ class QueryLimits:
     preview_timeout: float = 5.0
     """Seconds the impact preview (a rolled-back dry run) may take."""
 
+    @property
+    def rows_to_read(self) -> int:
+        """One row past the row cap, which tells whether a result was cut; at most the largest 64-bit integer, which
+        a LIMIT can take."""
+        return min(self.max_rows + 1, 2**63 - 1)
+
 
 @dataclass(frozen=True)
 class ResultSet:

@@ -163,10 +163,15 @@ class PostgresDatabase:
     def _row_limited(self, statement: PostgresStatement) -> str:
         """The text of a cursor read, with a LIMIT one row past the row cap where it has none: PostgreSQL then
         makes no more rows than SafeDB keeps (a sort keeps the first ones in memory, a top-N heapsort, where
-        sorting a large table whole spills to temporary files). The statement classified is the one written."""
+        sorting a large table whole spills to temporary files). The statement classified is the one written.
+
+        The LIMIT is a subquery, which the planner cannot read: it plans as for the cursor without one (for its
+        first tenth), not for a few rows, a hint that can pick an index scan through a whole table for a rare
+        match. The executor still hands the limit to the sort."""
         if not statement.takes_row_limit:
             return statement.text
-        return f"{statement.text}\nLIMIT {self.limits.max_rows + 1}"  # on its own line: a `--` comment may end it
+        # On a line of its own: the statement may end in a `--` comment.
+        return f"{statement.text}\nLIMIT (SELECT {int(self.limits.rows_to_read)})"
 
     async def preview(self, classification: Classification) -> Impact:
         statement = await self._analyzed(classification.statement)

@@ -259,10 +259,9 @@ class SqliteDatabase:
             raise ValueError("read() takes read-only statements only")
 
         def run(connection: sqlite3.Connection) -> ResultSet:
-            # Closing the cursor ends the read at once, even when rows were left unread past the caps. One row
-            # past the row cap tells whether the result was cut.
+            # Closing the cursor ends the read at once, even when rows were left unread past the caps.
             with contextlib.closing(
-                execute_read(connection, classification.statement, self.limits.max_rows + 1)
+                execute_read(connection, classification.statement, self.limits.rows_to_read)
             ) as cursor:
                 columns = [column[0] for column in cursor.description or ()]
                 return fetch_capped(cursor, columns, self.limits)

@@ -1,9 +1,16 @@
 """A read told in SQL how many rows SafeDB will keep, so that SQLite computes no more than those.
 
 SafeDB keeps at most `max_rows` rows of a result, but a query does not know that: one sorting 1,000,000 rows
-sorted them all, in memory (about 120 MiB and 1.3 s), to hand over the first 500. With `LIMIT 501` after it,
-SQLite keeps only the best 501 while it reads (16 MiB, 0.2 s). The rows it returns are the query's first ones,
-which are the rows SafeDB would have kept (rows that tie in the sort order may come in another order).
+sorted them all, in memory (about 120 MiB and 1.3 s), to hand over the first 500. With a LIMIT of 501 after
+it, SQLite keeps only the first 501 while it reads (16 MiB, 0.2 s). They are the rows SafeDB would have kept,
+except that among rows that tie in the sort order SQLite may keep others (SQL leaves their order open). Rows
+that do not make the cut may not be computed at all, so an error that only such a row would raise (a malformed
+JSON value, say) no longer fails the read, as an error past the cap never did.
+
+The LIMIT is an expression, `CAST(501 AS INTEGER)`, not the number: SQLite's planner takes a number as a hint
+and may then choose another plan, one that stops early for a few rows but builds a costly subquery whole first
+(0.00 s as written, 12.6 s with `LIMIT 501`, in a test). An expression is left to run time, where it still
+bounds the sort, and the plan stays the one of the statement as written.
 
 Only the text that runs gets the LIMIT; the statement classified and recorded is the one the caller wrote.
 """
@@ -14,6 +21,7 @@ import functools
 import sqlite3
 
 from safedb.db.sqlite.tokens import MARK, WORD, located_tokens
+from safedb.inline_work import INLINE_STATEMENT_CHARS
 
 # What SQLite says when the LIMIT cannot follow the query, as after a compound ending in VALUES.
 _LIMIT_REFUSED = 'near "LIMIT": syntax error'
@@ -21,7 +29,7 @@ _LIMIT_REFUSED = 'near "LIMIT": syntax error'
 
 def execute_read(connection: sqlite3.Connection, statement: str, rows: int) -> sqlite3.Cursor:
     """Run the read-only `statement` for at most `rows` rows: limited where SQLite takes a LIMIT after it."""
-    short = len(statement) <= _REMEMBERED_CHARS
+    short = len(statement) <= INLINE_STATEMENT_CHARS
     limited = _remembered_row_limit(statement, rows) if short else with_row_limit(statement, rows)
     if limited is not None:
         try:
@@ -33,8 +41,8 @@ def execute_read(connection: sqlite3.Connection, statement: str, rows: int) -> s
 
 
 def with_row_limit(statement: str, rows: int) -> str | None:
-    """`statement` with `LIMIT rows` after it, when it is a query (`SELECT`, or `WITH` and then one) with no
-    LIMIT of its own; None otherwise. A closing `;` and what follows it are left out.
+    """`statement` with a LIMIT of `rows` after it, when it is a query (`SELECT`, or `WITH` and then one) with
+    no LIMIT of its own; None otherwise. A closing `;` and what follows it are left out.
 
     A LIMIT after a whole query can only be the query's own: every nested query, and each `WITH` part, is in
     parentheses. SQLite may still refuse it (a compound ending in `VALUES` takes none), which `execute_read`
@@ -58,9 +66,9 @@ def with_row_limit(statement: str, rows: int) -> str | None:
         elif kind == WORD and text == "limit" and depth == 0:
             return None
     # On a line of its own: the query may end in a `--` comment.
-    return f"{statement[:end]}\nLIMIT {rows}"
+    return f"{statement[:end]}\nLIMIT CAST({int(rows)} AS INTEGER)"
 
 
-# Short statements' limited texts are remembered, since every read asks; long ones would hold much memory.
-_REMEMBERED_CHARS = 10_000
+# The statements short enough to run on the event loop have their limited texts remembered, since every read
+# asks; at most some 8 MB of them.
 _remembered_row_limit = functools.lru_cache(maxsize=1024)(with_row_limit)
