@@ -54,17 +54,19 @@ def with_row_limit(statement: str, rows: int) -> str | None:
     first = next(tokens, None)
     if first is None or first[0] not in (("select", WORD), ("with", WORD)):
         return None
-    for (text, kind), start in tokens:
-        if kind == MARK:
-            if text == "(":
-                depth += 1
-            elif text == ")":
-                depth -= 1
-            elif text == ";" and depth == 0:
-                end = start
-                break
-        elif kind == WORD and text == "limit" and depth == 0:
-            return None
+    # Most reads have neither a `;` nor a LIMIT anywhere, and need no more reading (every new text is read).
+    if ";" in statement or "limit" in statement.lower():
+        for (text, kind), start in tokens:
+            if kind == MARK:
+                if text == "(":
+                    depth += 1
+                elif text == ")":
+                    depth -= 1
+                elif text == ";" and depth == 0:
+                    end = start
+                    break
+            elif kind == WORD and text == "limit" and depth == 0:
+                return None
     # On a line of its own: the query may end in a `--` comment.
     return f"{statement[:end]}\nLIMIT CAST({int(rows)} AS INTEGER)"
 
