@@ -42,7 +42,7 @@ from safedb.db.backend import QueryLimits
 from safedb.db.sqlite.backend import SqliteDatabase
 from safedb.errors import DeniedByPolicy, InvalidStatement, QueryFailed
 from safedb.sql.classification import ChangeKind
-from safedb.sql.structure import functions_in_checks
+from safedb.sql.structure import functions_in_checks, says_replace
 from tests.helpers import Responder, in_process_server, rows, safedb_serve, watching_the_loop
 
 pytestmark = pytest.mark.anyio
@@ -245,6 +245,13 @@ def test_the_functions_of_check_constraints_are_read_from_the_definition(definit
     read-only), so their functions are read from the table's definition; defaults and the rest are in the
     program."""
     assert functions_in_checks(definition) == functions
+
+
+@pytest.mark.parametrize("text", ["-- replace", "/* check (replace(x)) */"])
+def test_a_text_of_comments_only_neither_replaces_nor_calls(text: str) -> None:
+    """A text without a single token (once failed on pairing each token with the next)."""
+    assert not says_replace(text)
+    assert functions_in_checks(text) == frozenset()
 
 
 async def test_many_empty_statements_before_one_are_skipped_at_once(database_file: Path) -> None:

@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import functools
+import itertools
 import logging
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 
-import sqlglot
 from sqlglot import exp
-from sqlglot.errors import SqlglotError
-from sqlglot.tokenizer_core import TokenType
+from sqlglot.dialects.dialect import Dialect
+from sqlglot.tokenizer_core import Token, TokenType
 
 from safedb.sql.classification import ChangeKind
 
@@ -52,12 +53,22 @@ def _remembered_shape(sql: str, dialect: str) -> StatementShape:
     return _shape(sql, dialect)
 
 
+# Statements nesting parentheses deeper than this are not given to the parser. sqlglot recurses for each level
+# (some 20 frames in Python, so that about 45 levels already raise RecursionError), and where it runs compiled
+# (sqlglotc) some of its recursion has no depth check: 20,000 levels crash the process.
+_PARSED_NESTING_LIMIT = 100
+
+
 def _shape(sql: str, dialect: str) -> StatementShape:
-    try:
-        # A trailing `;` followed by a comment parses as an empty Semicolon statement holding the comment.
-        statements = [s for s in sqlglot.parse(sql, read=dialect) if s is not None and not isinstance(s, exp.Semicolon)]
-    except (SqlglotError, RecursionError):  # sqlglot recurses some 20 frames for each nested parenthesis
+    tokens = _tokens(sql, dialect)
+    if tokens is None:
         return _unparsed(sql, dialect)
+    try:
+        parsed = _parsed(sql, tokens, dialect)
+    except Exception:  # a ParseError, RecursionError, or (compiled) a TypeError on some malformed input
+        return _unparsed(sql, dialect)
+    # A trailing `;` followed by a comment parses as an empty Semicolon statement holding the comment.
+    statements = [s for s in parsed if s is not None and not isinstance(s, exp.Semicolon)]
     if len(statements) != 1:
         return _unparsed(sql, dialect)
     root = statements[0]
@@ -78,6 +89,43 @@ def _shape(sql: str, dialect: str) -> StatementShape:
     )
 
 
+def _parsed(sql: str, tokens: list[Token], dialect: str) -> list[exp.Expr | None]:
+    """`sqlglot.parse` of `sql` from its tokens, refusing statements nested past `_PARSED_NESTING_LIMIT`
+    (RecursionError)."""
+    if sql.count("(") > _PARSED_NESTING_LIMIT and _nesting(tokens) > _PARSED_NESTING_LIMIT:
+        raise RecursionError(f"parentheses nested more than {_PARSED_NESTING_LIMIT} deep")
+    return _dialect(dialect).parser().parse(tokens, sql)
+
+
+def _tokens(sql: str, dialect: str) -> list[Token] | None:
+    """sqlglot's tokens of `sql`; None when it cannot tokenize the text."""
+    try:
+        return _dialect(dialect).tokenize(sql)
+    except Exception:  # a TokenError, or whatever else the compiled tokenizer raises
+        return None
+
+
+@functools.cache
+def _dialect(name: str) -> Dialect:
+    return Dialect.get_or_raise(name)  # a new instance each time otherwise; it holds settings only
+
+
+def _with_following(tokens: list[Token]) -> Iterator[tuple[Token, Token | None]]:
+    """Each token with the one after it (None after the last)."""
+    return itertools.zip_longest(tokens, tokens[1:])
+
+
+def _nesting(tokens: list[Token]) -> int:
+    depth = deepest = 0
+    for token in tokens:
+        if token.token_type is TokenType.L_PAREN:
+            depth += 1
+            deepest = max(deepest, depth)
+        elif token.token_type is TokenType.R_PAREN:
+            depth -= 1
+    return deepest
+
+
 def _unparsed(sql: str, dialect: str) -> StatementShape:
     """What can still be told of a statement the parser rejects: the flavour of an insert, from its tokens."""
     return StatementShape(root="unparsed", read_form=False, insert_variant=_insert_variant_from_tokens(sql, dialect))
@@ -89,13 +137,12 @@ def says_replace(sql: str) -> bool:
     cannot be tokenized."""
     if "replace" not in sql.lower():
         return False  # the common case, without tokenizing
-    try:
-        tokens = sqlglot.tokenize(sql, read="sqlite")
-    except SqlglotError:
+    tokens = _tokens(sql, "sqlite")
+    if tokens is None:
         return True
     return any(
         token.token_type is TokenType.REPLACE and (following is None or following.token_type is not TokenType.L_PAREN)
-        for token, following in zip(tokens, [*tokens[1:], None], strict=True)
+        for token, following in _with_following(tokens)
     )
 
 
@@ -114,13 +161,12 @@ def functions_in_checks(sql: str) -> frozenset[str] | None:
     Empty without a CHECK; None when the text cannot be tokenized."""
     if "check" not in sql.lower():
         return frozenset()  # the common case, without tokenizing
-    try:
-        tokens = sqlglot.tokenize(sql, read="sqlite")
-    except SqlglotError:
+    tokens = _tokens(sql, "sqlite")
+    if tokens is None:
         return None
     names: set[str] = set()
     depth = 0  # inside a CHECK's parentheses, how deep
-    for token, following in zip(tokens, [*tokens[1:], None], strict=True):
+    for token, following in _with_following(tokens):
         if depth == 0:
             if token.token_type is TokenType.VAR and token.text.lower() == "check":
                 depth = -1  # its opening parenthesis comes next
@@ -139,9 +185,8 @@ def functions_in_checks(sql: str) -> frozenset[str] | None:
 
 def _insert_variant_from_tokens(sql: str, dialect: str) -> ChangeKind | None:
     """REPLACE or UPSERT from the statement's top-level words (outside parentheses), e.g. after a WITH clause."""
-    try:
-        tokens = sqlglot.tokenize(sql, read=dialect)
-    except SqlglotError:
+    tokens = _tokens(sql, dialect)
+    if tokens is None:
         return None
     depth = 0
     words: list[str] = []
@@ -174,9 +219,8 @@ def _insert_variant(root: exp.Expr) -> ChangeKind | None:
 def _into_path(command: exp.Command, dialect: str) -> str | None:
     rest = command.expression
     text = rest.this if isinstance(rest, exp.Literal) else str(rest or "")
-    try:
-        tokens = sqlglot.tokenize(text, read=dialect)
-    except SqlglotError:
+    tokens = _tokens(text, dialect)
+    if tokens is None:
         return None
     for index, token in enumerate(tokens[:-1]):
         if token.token_type is TokenType.INTO:
