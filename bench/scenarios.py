@@ -17,9 +17,9 @@ class Plan:
     """How big each scenario is. Every scenario is bounded in time and in count."""
 
     read_sessions: int = 8
-    read_seconds: float = 10.0
+    read_seconds: float = 6.0
     elicit_workers: int = 4
-    elicit_seconds: float = 10.0
+    elicit_seconds: float = 6.0
     warmup_seconds: float = 2.0
     waiting_modern: tuple[int, ...] = (1_000, 10_000)
     waiting_handshake: tuple[int, ...] = (1_000,)
@@ -33,9 +33,10 @@ class Plan:
     large_max_calls: int = 50
     rounds: int = 2
     """Measurements per server of the memory and large-result scenarios, whose figures vary little."""
-    closed_loop_rounds: int = 5
+    closed_loop_rounds: int = 9
     """Measurements per server of the read and elicitation scenarios: rates on a shared machine drift by
-    tens of percent from one minute to the next, so these take more rounds."""
+    tens of percent from one minute to the next, so these take more rounds, each short, so that the two
+    servers' rounds of a pair run close together."""
     fresh_servers: bool = True
     """Memory scenarios start new server processes for every measurement; False keeps one set for the run."""
 
