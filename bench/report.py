@@ -24,7 +24,9 @@ NOTES = [
     "`read-new-*`. sqlglot's compiled build (`sqlglot[c]`) parses about four times faster and took read-new-2026 "
     "from 0.94x to 1.05x (one full run of each), but it imports 78 modules where the pure build imports 42 (51 MB "
     "of RSS at start instead of 26), which put the 1,000,000-row reads' peaks at 106 and 117 MiB, past their "
-    "target: not kept.",
+    "target: not kept. Tried again on 2026-11-27 (full run of 9b1c29c): read-new-2026 1.11x, peaks 106 and 115 "
+    "MiB. SafeDB holds up with it installed (tests/db/test_compiled_parser.py): compiled, sqlglot crashed the "
+    "process on 20,000 parentheses nested in a FROM clause, and no longer gets statements nested past 100.",
     "Latency runs to the arrival of the JSON-RPC result (on an SSE stream the final chunk may follow a little "
     "later). Elicitation latency covers the whole round trip: call, question, answer, result.",
     "Waiting approvals on 2026-07-28: a waiting approval is an issued question; the server keeps nothing "
