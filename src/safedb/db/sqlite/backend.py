@@ -442,7 +442,9 @@ class _TooDeepForTheEventLoop(Exception):
 
 @functools.lru_cache(maxsize=1024)  # asked on every call of a statement that runs on the event loop
 def _nests_deeply(statement: str) -> bool:
-    return subquery_depth(statement) > _SUBQUERY_DEPTH_ON_EVENT_LOOP
+    # Each level opens a parenthesis: a text with few cannot nest deeply (the common case, without tokenizing).
+    few = statement.count("(") <= _SUBQUERY_DEPTH_ON_EVENT_LOOP
+    return not few and subquery_depth(statement) > _SUBQUERY_DEPTH_ON_EVENT_LOOP
 
 
 def _short_steps_only(classification: Classification) -> bool:
