@@ -202,6 +202,12 @@ def test_a_trigger_that_writes_sqlite_s_own_tables_is_shown_in_full(tmp_path: Pa
     assert [(change.kind, change.target.name) for change in plain.changes] == [(ChangeKind.INSERT, "plain")]
 
 
+def test_a_statement_nested_past_the_parser_s_depth_is_asked_about_not_a_crash(inspector: GuardedConnection) -> None:
+    """SQLite compiles 60 nested parentheses; sqlglot (the Python build SafeDB installs) runs out of Python recursion
+    and cannot confirm a read."""
+    assert classify(inspector, "SELECT " + "(" * 60 + "1" + ")" * 60) == (ChangeKind.UNKNOWN,)
+
+
 def test_a_statement_nested_past_the_parser_s_limit_is_not_a_read_and_not_a_crash() -> None:
     """SQLite 3.40 refuses such nesting itself ("parser stack overflow"); later versions grow their parser's stack.
     Compiled sqlglot crashed the whole process on 20,000 parentheses in a FROM clause."""
