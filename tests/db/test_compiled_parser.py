@@ -21,7 +21,7 @@ from tests.interop.environments import ClientUnavailable, python_environment
 
 pytestmark = pytest.mark.slow
 
-# Each line of output: the statement's name and its shape's root and read_form.
+# Prints one JSON object: each statement's shape (its root and read_form), and says_replace of a REPLACE.
 _PROBE = textwrap.dedent(
     """
     import json, threading
