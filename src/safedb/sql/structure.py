@@ -61,16 +61,16 @@ _PARSED_NESTING_LIMIT = 100
 
 def _shape(sql: str, dialect: str) -> StatementShape:
     tokens = _tokens(sql, dialect)
-    if tokens is None:
-        return _unparsed(sql, dialect)
+    if tokens is None or _nested_too_deep(sql, tokens):
+        return _unparsed(tokens)
     try:
-        parsed = _parsed(sql, tokens, dialect)
+        parsed = _dialect(dialect).parser().parse(tokens, sql)
     except Exception:  # a ParseError, RecursionError, or (compiled) a TypeError on some malformed input
-        return _unparsed(sql, dialect)
+        return _unparsed(tokens)
     # A trailing `;` followed by a comment parses as an empty Semicolon statement holding the comment.
     statements = [s for s in parsed if s is not None and not isinstance(s, exp.Semicolon)]
     if len(statements) != 1:
-        return _unparsed(sql, dialect)
+        return _unparsed(tokens)
     root = statements[0]
     if isinstance(root, exp.Command):
         verb = str(root.this).upper()
@@ -87,14 +87,6 @@ def _shape(sql: str, dialect: str) -> StatementShape:
         renames_table=isinstance(root, exp.Alter)
         and any(isinstance(action, exp.AlterRename) for action in root.args.get("actions") or ()),
     )
-
-
-def _parsed(sql: str, tokens: list[Token], dialect: str) -> list[exp.Expr | None]:
-    """`sqlglot.parse` of `sql` from its tokens, refusing statements nested past `_PARSED_NESTING_LIMIT`
-    (RecursionError)."""
-    if sql.count("(") > _PARSED_NESTING_LIMIT and _nesting(tokens) > _PARSED_NESTING_LIMIT:
-        raise RecursionError(f"parentheses nested more than {_PARSED_NESTING_LIMIT} deep")
-    return _dialect(dialect).parser().parse(tokens, sql)
 
 
 def _tokens(sql: str, dialect: str) -> list[Token] | None:
@@ -115,6 +107,11 @@ def _with_following(tokens: list[Token]) -> Iterator[tuple[Token, Token | None]]
     return itertools.zip_longest(tokens, tokens[1:])
 
 
+def _nested_too_deep(sql: str, tokens: list[Token]) -> bool:
+    """Past `_PARSED_NESTING_LIMIT`; only a text with that many `(` is read through to find out."""
+    return sql.count("(") > _PARSED_NESTING_LIMIT and _nesting(tokens) > _PARSED_NESTING_LIMIT
+
+
 def _nesting(tokens: list[Token]) -> int:
     depth = deepest = 0
     for token in tokens:
@@ -126,9 +123,12 @@ def _nesting(tokens: list[Token]) -> int:
     return deepest
 
 
-def _unparsed(sql: str, dialect: str) -> StatementShape:
-    """What can still be told of a statement the parser rejects: the flavour of an insert, from its tokens."""
-    return StatementShape(root="unparsed", read_form=False, insert_variant=_insert_variant_from_tokens(sql, dialect))
+def _unparsed(tokens: list[Token] | None) -> StatementShape:
+    """What can still be told of a statement the parser rejects: the flavour of an insert, from its tokens (None
+    when the text cannot be tokenized)."""
+    return StatementShape(
+        root="unparsed", read_form=False, insert_variant=None if tokens is None else _insert_variant_from_tokens(tokens)
+    )
 
 
 def says_replace(sql: str) -> bool:
@@ -183,11 +183,8 @@ def functions_in_checks(sql: str) -> frozenset[str] | None:
     return frozenset(names)
 
 
-def _insert_variant_from_tokens(sql: str, dialect: str) -> ChangeKind | None:
+def _insert_variant_from_tokens(tokens: list[Token]) -> ChangeKind | None:
     """REPLACE or UPSERT from the statement's top-level words (outside parentheses), e.g. after a WITH clause."""
-    tokens = _tokens(sql, dialect)
-    if tokens is None:
-        return None
     depth = 0
     words: list[str] = []
     for token in tokens:
