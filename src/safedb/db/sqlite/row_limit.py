@@ -19,8 +19,9 @@ from __future__ import annotations
 
 import functools
 import sqlite3
+from collections.abc import Iterator
 
-from safedb.db.sqlite.tokens import MARK, WORD, located_tokens
+from safedb.db.sqlite.tokens import MARK, WORD, Token, located_tokens
 from safedb.inline_work import INLINE_STATEMENT_CHARS
 
 # What SQLite says when the LIMIT cannot follow the query, as after a compound ending in VALUES.
@@ -48,27 +49,34 @@ def with_row_limit(statement: str, rows: int) -> str | None:
     parentheses. SQLite may still refuse it (a compound ending in `VALUES` takes none), which `execute_read`
     catches.
     """
-    depth = 0
-    end = len(statement)
     tokens = located_tokens(statement)
     first = next(tokens, None)
     if first is None or first[0] not in (("select", WORD), ("with", WORD)):
         return None
     # Most reads have neither a `;` nor a LIMIT anywhere, and need no more reading (every new text is read).
-    if ";" in statement or "limit" in statement.lower():
-        for (text, kind), start in tokens:
-            if kind == MARK:
-                if text == "(":
-                    depth += 1
-                elif text == ")":
-                    depth -= 1
-                elif text == ";" and depth == 0:
-                    end = start
-                    break
-            elif kind == WORD and text == "limit" and depth == 0:
-                return None
+    needs_reading = ";" in statement or "limit" in statement.lower()
+    end = _end_without_limit(tokens, len(statement)) if needs_reading else len(statement)
+    if end is None:
+        return None
     # On a line of its own: the query may end in a `--` comment.
     return f"{statement[:end]}\nLIMIT CAST({int(rows)} AS INTEGER)"
+
+
+def _end_without_limit(tokens: Iterator[tuple[Token, int]], length: int) -> int | None:
+    """Where the query whose first token was taken from `tokens` ends: its closing `;`, else `length`. None when it
+    has a LIMIT of its own."""
+    depth = 0
+    for (text, kind), start in tokens:
+        if kind == MARK:
+            if text == "(":
+                depth += 1
+            elif text == ")":
+                depth -= 1
+            elif text == ";" and depth == 0:
+                return start
+        elif kind == WORD and text == "limit" and depth == 0:
+            return None
+    return length
 
 
 # The statements short enough to run on the event loop have their limited texts remembered, since every read
