@@ -5,7 +5,7 @@
 
 Both servers run as subprocesses on free loopback ports over one fresh copy of a demo-like database (the
 demo tables, a scratch table, and large tables). Each scenario is measured on every server in turn,
-round after round (A B, B A, A B...): five rounds for the read and elicitation rates, two for the rest.
+round after round (A B, B A, A B...): nine rounds for the read and elicitation rates, two for the rest.
 Scenarios that measure memory start new server processes for every measurement; the others start them
 once per scenario.
 """
@@ -220,7 +220,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--rounds",
         type=int,
-        help="measurements per server and scenario (default: 5 for read and elicitation, 2 for the others; quick: 1)",
+        help="measurements per server and scenario (default: 9 for read and elicitation, 2 for the others; quick: 1)",
     )
     parser.add_argument("--only", nargs="*", default=[], help="run only scenarios whose name starts with these")
     parser.add_argument("--json", type=Path, help="where to write the results (default by mode)")
