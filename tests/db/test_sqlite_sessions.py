@@ -1,5 +1,6 @@
 """A connection's session: past its time limit SQLite stops the work, but never a COMMIT or ROLLBACK halfway,
-and a session never ends with a transaction open (which would keep the write lock from everyone else)."""
+a session never ends with a transaction open (which would keep the write lock from everyone else), and it ends
+with the connection's own authorizer."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from safedb.db.sqlite.connections import GuardedConnection, commit
+from safedb.db.sqlite.connections import AuthorizerNotingConnection, GuardedConnection, commit
 from safedb.errors import QueryTimeout
 
 
@@ -21,7 +22,9 @@ def guarded(tmp_path: Path) -> Iterator[GuardedConnection]:
     path = tmp_path / "sessions.db"
     with closing(sqlite3.connect(path)) as setup:
         setup.executescript("CREATE TABLE t (id INTEGER PRIMARY KEY);")
-    connection = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=0)
+    connection = sqlite3.connect(
+        path, isolation_level=None, check_same_thread=False, timeout=0, factory=AuthorizerNotingConnection
+    )
     guarded = GuardedConnection(connection, None, progress_steps=1)
     yield guarded
     guarded.close()
@@ -61,3 +64,33 @@ def test_work_stopped_inside_a_transaction_is_rolled_back_and_frees_the_write_lo
     finally:
         other.close()
     assert ids(guarded) == [3]
+
+
+def test_a_session_sets_the_authorizer_back_only_when_its_work_set_another(tmp_path: Path) -> None:
+    """Setting an authorizer makes SQLite prepare every statement again, under it: sessions that leave it alone
+    keep their connection's prepared statements."""
+    path = tmp_path / "authorizer.db"
+    with closing(sqlite3.connect(path)) as setup:
+        setup.executescript("CREATE TABLE t (id INTEGER PRIMARY KEY);")
+    asked: list[int] = []
+
+    def counting(code: int, *_: str | None) -> int:
+        asked.append(code)
+        return sqlite3.SQLITE_OK
+
+    connection = sqlite3.connect(
+        path, isolation_level=None, check_same_thread=False, factory=AuthorizerNotingConnection
+    )
+    guarded = GuardedConnection(connection, counting)
+    try:
+        assert ids(guarded) == []
+        prepared_once = len(asked)
+        assert prepared_once > 0
+        assert ids(guarded) == []
+        assert len(asked) == prepared_once  # the prepared statement was kept
+        with guarded.session(10.0) as work:
+            work.set_authorizer(None)
+        assert ids(guarded) == []
+        assert len(asked) > prepared_once  # `counting` is back, and the statement was prepared again under it
+    finally:
+        guarded.close()

@@ -104,25 +104,32 @@ def reader_authorizer(code: int, arg1: str | None, arg2: str | None, schema: str
     return sqlite3.SQLITE_OK
 
 
+class AuthorizerNotingConnection(sqlite3.Connection):
+    """A connection that notes when its authorizer is set: setting one makes SQLite discard every statement the
+    connection has prepared, so `GuardedConnection` sets its own back only when the work set another."""
+
+    authorizer_changed = False
+
+    def set_authorizer(self, authorizer_callback: Authorizer | None, /) -> None:
+        super().set_authorizer(authorizer_callback)
+        self.authorizer_changed = True
+
+
 class GuardedConnection:
     """One sqlite3 connection, used by one thread at a time, with a per-call time limit.
 
-    Unless `keeps_authorizer`, the connection's authorizer is set back to `authorizer` after every
-    session, in case the work set another. Setting an authorizer makes SQLite discard the connection's
-    prepared statements, so connections whose authorizer nothing changes (the readers) skip that.
+    The connection's authorizer is `authorizer` outside sessions: a session whose work set another sets it back.
     """
 
     def __init__(
         self,
-        connection: sqlite3.Connection,
+        connection: AuthorizerNotingConnection,
         authorizer: Authorizer | None,
         *,
-        keeps_authorizer: bool = False,
         progress_steps: int = _PROGRESS_STEPS,
     ) -> None:
         self.connection = connection
         self.default_authorizer = authorizer
-        self._keeps_authorizer = keeps_authorizer
         self._lock = threading.Lock()
         self._holder: list[GuardedConnection] | None = None
         self._holder_lock = threading.Lock()
@@ -130,6 +137,7 @@ class GuardedConnection:
         self._call = _NO_CALL
         self._progress_steps = progress_steps
         connection.set_authorizer(authorizer)
+        connection.authorizer_changed = False
 
     def _past_deadline(self) -> bool:
         # The call's end is read live: a call that ends early (cancelled) stops its work at the next check.
@@ -176,8 +184,9 @@ class GuardedConnection:
                 self._deadline = float("inf")
                 self._call = _NO_CALL
                 roll_back(self.connection)
-                if not self._keeps_authorizer:
+                if self.connection.authorizer_changed:
                     self.connection.set_authorizer(self.default_authorizer)
+                    self.connection.authorizer_changed = False
         finally:
             self._lock.release()
 
@@ -244,15 +253,15 @@ def temporary_rows_in_memory(connection: sqlite3.Connection) -> Iterator[None]:
 
 def open_reader(path: Path, *, on_event_loop: bool = False) -> GuardedConnection:
     """A connection that runs read-only statements, in worker threads or `on_event_loop`."""
-    return _open_read_only(path, on_event_loop, keeps_authorizer=True)
+    return _open_read_only(path, on_event_loop)
 
 
 def open_inspector(path: Path, *, on_event_loop: bool = False) -> GuardedConnection:
     """A read-only connection for compiling statements under a recording authorizer (see `inspector`)."""
-    return _open_read_only(path, on_event_loop, keeps_authorizer=False)
+    return _open_read_only(path, on_event_loop)
 
 
-def _open_read_only(path: Path, on_event_loop: bool, *, keeps_authorizer: bool) -> GuardedConnection:
+def _open_read_only(path: Path, on_event_loop: bool) -> GuardedConnection:
     uri = path.resolve().as_uri() + "?mode=ro"
     connection = _connect(uri, uri=True, busy_timeout=0 if on_event_loop else _BUSY_TIMEOUT)
     connection.execute("PRAGMA query_only = ON")
@@ -261,7 +270,7 @@ def _open_read_only(path: Path, on_event_loop: bool, *, keeps_authorizer: bool) 
     # `/tmp` in memory, memory). Kept in memory, they fail the read past that limit instead.
     connection.execute("PRAGMA temp_store = MEMORY")
     steps = _limits_for(connection, on_event_loop)
-    return GuardedConnection(connection, reader_authorizer, keeps_authorizer=keeps_authorizer, progress_steps=steps)
+    return GuardedConnection(connection, reader_authorizer, progress_steps=steps)
 
 
 def open_writer(path: Path, *, on_event_loop: bool = False) -> GuardedConnection:
@@ -297,10 +306,15 @@ def check_database_file(path: Path) -> None:
         raise DatabaseOpenError(f"Cannot open {path} as an SQLite database: {exc}") from exc
 
 
-def _connect(target: str, *, uri: bool, busy_timeout: float) -> sqlite3.Connection:
+def _connect(target: str, *, uri: bool, busy_timeout: float) -> AuthorizerNotingConnection:
     try:
         connection = sqlite3.connect(
-            target, uri=uri, timeout=busy_timeout, check_same_thread=False, isolation_level=None
+            target,
+            uri=uri,
+            timeout=busy_timeout,
+            check_same_thread=False,
+            isolation_level=None,
+            factory=AuthorizerNotingConnection,
         )
     except sqlite3.Error as exc:
         raise DatabaseOpenError(f"Cannot open the database: {exc}") from exc
