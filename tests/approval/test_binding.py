@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
@@ -18,6 +19,7 @@ def classification(statement: str) -> Classification:
 def test_a_ticket_comes_back_as_it_was_issued(rows_shown: int | None) -> None:
     ticket = ApprovalTicket.issue(classification("DELETE FROM t"), 60, "client", rows_shown)
     assert ApprovalTicket.decode(ticket.encode()) == ticket
+    assert json.loads(ticket.encode()).keys() == {"v"} | {field.name for field in dataclasses.fields(ticket)}
 
 
 def test_a_ticket_covers_its_own_statement_and_client_only() -> None:

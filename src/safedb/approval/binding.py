@@ -7,7 +7,7 @@ import hashlib
 import json
 import time
 import uuid
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 from safedb.sql.classification import Classification
 
@@ -59,7 +59,16 @@ class ApprovalTicket:
         return time.time() >= self.expires
 
     def encode(self) -> str:
-        return json.dumps({"v": _VERSION, **asdict(self)}, separators=(",", ":"))
+        # Field by field rather than `dataclasses.asdict`, which copies each value recursively (three times slower).
+        fields = {
+            "id": self.id,
+            "statement": self.statement,
+            "changes": self.changes,
+            "caller": self.caller,
+            "expires": self.expires,
+            "rows_shown": self.rows_shown,
+        }
+        return json.dumps({"v": _VERSION, **fields}, separators=(",", ":"))
 
     @classmethod
     def decode(cls, text: str | None) -> ApprovalTicket | None:
@@ -86,7 +95,7 @@ class ApprovalTicket:
 def changes_digest(classification: Classification) -> str:
     """What the statement does, which code it runs (a trigger added since is a new question), and which tables its
     names meant (another table of the same name is a new question)."""
-    lines = sorted(str(change) for change in classification.changes)
+    lines = sorted(classification.change_lines)
     lines += [f"runs {name}" for name in classification.runs]
     lines += [f"{name} -> {meant}" for name, meant in sorted(classification.resolved, key=str)]
     return digest("\n".join(lines))
