@@ -198,7 +198,7 @@ async def test_the_constructors_of_a_range_type_are_harmless(pg: PgDatabase, sql
     column of a user-defined range type asked (the cast from the range to its multirange is one)."""
     (classification,) = await pg.classifications(sql)
 
-    assert classification.read_only, classification.summary()
+    assert classification.read_only, classification.summary
 
 
 async def test_another_internal_function_still_asks(pg: PgDatabase) -> None:

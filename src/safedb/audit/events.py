@@ -96,8 +96,8 @@ class AuditEvent:
             target=target,
             sql=classification.statement,
             caller=caller,
-            classification=classification.summary(),
-            changes=tuple(str(change) for change in classification.changes),
+            classification=classification.summary,
+            changes=classification.change_lines,
         )
 
     def followed_by(self, decision: AuditDecision, **fields: Any) -> AuditEvent:

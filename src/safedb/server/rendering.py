@@ -46,14 +46,14 @@ def rows_result(result: ResultSet, text_rows: int) -> CallToolResult:
 
 def write_result(classification: Classification, outcome: WriteOutcome, text_rows: int) -> CallToolResult:
     affected = outcome.rows_affected
-    text = f"Executed ({classification.summary()})."
+    text = f"Executed ({classification.summary})."
     if affected is not None:
         text += f" {affected} row" + ("" if affected == 1 else "s") + " affected."
     structured: dict[str, Any] = {
         "status": "executed",
         "executed": True,
         "rows_affected": affected,
-        "change": classification.summary(),
+        "change": classification.summary,
     }
     if outcome.returned is not None:
         returned = rows_result(outcome.returned, text_rows)

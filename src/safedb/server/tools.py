@@ -247,11 +247,11 @@ class SafeDBTools:
             "SafeDB needs your approval before running a statement that changes the database.",
             "",
             f"Statement: {visible_statement(classification.statement)}",
-            f"Change: {classification.summary()}",
+            f"Change: {classification.summary}",
             "Touches: " + ", ".join(str(target) for target in classification.touched),
         ]
         if any(change.via or change.detail for change in classification.changes):
-            lines.append("Details: " + "; ".join(str(change) for change in classification.changes))
+            lines.append("Details: " + "; ".join(classification.change_lines))
         if classification.runs:  # the code the approval covers, writing or not: other code stops the approved run
             lines.append("Runs the code of (triggers, views): " + ", ".join(classification.runs))
         impact = await self._impact(served, classification)

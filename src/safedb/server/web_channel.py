@@ -165,7 +165,7 @@ class WebApprovalChannel:
 def _message(approval: WebApproval) -> str:
     return (
         f"SafeDB needs an approver to review this change to {approval.target} ({approval.environment}) on the "
-        f"approval page: {approval.classification.summary()}. Open the link to review and decide."
+        f"approval page: {approval.classification.summary}. Open the link to review and decide."
     )
 
 

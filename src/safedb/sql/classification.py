@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Hashable
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -190,6 +191,9 @@ class Classification:
     def touched(self) -> tuple[DatabaseObject, ...]:
         return tuple(dict.fromkeys(change.target for change in self.changes))
 
+    # Worked out once per classification (classifications are remembered per statement): the question, the
+    # ticket, the result and every audit record of a change show these.
+    @functools.cached_property
     def summary(self) -> str:
         """One line such as `data change (delete)`."""
         if self.read_only:
@@ -199,3 +203,8 @@ class Classification:
             kinds = ", ".join(str(kind) for kind in self.kinds if kind.category is category)
             parts.append(f"{category} ({kinds})")
         return "; ".join(parts)
+
+    @functools.cached_property
+    def change_lines(self) -> tuple[str, ...]:
+        """Each change in words, such as `delete table users`."""
+        return tuple(str(change) for change in self.changes)

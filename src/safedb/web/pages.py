@@ -57,7 +57,7 @@ def approval_page(approval: WebApproval, csrf: str, min_justification: int) -> s
 {warning}
 <div id=statement>{highlighted_sql(visible_statement(classification.statement))}</div>
 <dl>
-<dt>Change</dt><dd id=classification>{escape(classification.summary())}</dd>
+<dt>Change</dt><dd id=classification>{escape(classification.summary)}</dd>
 <dt>What it does</dt><dd><ul>{changes}</ul></dd>
 {code}
 <dt>Impact</dt><dd><ul id=impact>{impact}</ul></dd>
@@ -80,7 +80,7 @@ def pending_page(approvals: list[WebApproval]) -> str:
     if not approvals:
         return page("SafeDB approvals", "<h1>Pending approvals</h1><p id=empty>Nothing is waiting.</p>")
     rows = "".join(
-        f"<tr><td>{escape(a.target)}</td><td>{escape(a.classification.summary())}</td>"
+        f"<tr><td>{escape(a.target)}</td><td>{escape(a.classification.summary)}</td>"
         f"<td><code>{escape(_shorten(visible_statement(a.classification.statement)))}</code></td>"
         f"<td>{escape(visible_statement(a.caller))}</td>"
         f"<td>{escape(_time(a.created))}</td>"

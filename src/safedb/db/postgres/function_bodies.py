@@ -148,7 +148,7 @@ class _Examination:
         statements = body.statements
         for statement in statements:
             if not statement.classification.read_only:
-                raise _Harmful(f"runs {statement.classification.summary()}")
+                raise _Harmful(f"runs {statement.classification.summary}")
         met_types = list(definition.types)
         if body.declares_variables or definition.polymorphic:
             # An assignment converts the value to the variable's type, which the parser cannot always name, and
