@@ -12,20 +12,24 @@ from pathlib import Path
 
 import pytest
 
-from safedb.db.sqlite.connections import AuthorizerNotingConnection, GuardedConnection, commit
+from safedb.db.sqlite.connections import Authorizer, AuthorizerNotingConnection, GuardedConnection, commit
 from safedb.errors import QueryTimeout
 
 
-@pytest.fixture
-def guarded(tmp_path: Path) -> Iterator[GuardedConnection]:
-    """A writer that checks its time limit at every SQLite step, so that even COMMIT would be checked."""
-    path = tmp_path / "sessions.db"
+def guarded_writer(path: Path, authorizer: Authorizer | None, progress_steps: int) -> GuardedConnection:
+    """A writer on a new file at `path` holding an empty table `t`."""
     with closing(sqlite3.connect(path)) as setup:
         setup.executescript("CREATE TABLE t (id INTEGER PRIMARY KEY);")
     connection = sqlite3.connect(
         path, isolation_level=None, check_same_thread=False, timeout=0, factory=AuthorizerNotingConnection
     )
-    guarded = GuardedConnection(connection, None, progress_steps=1)
+    return GuardedConnection(connection, authorizer, progress_steps=progress_steps)
+
+
+@pytest.fixture
+def guarded(tmp_path: Path) -> Iterator[GuardedConnection]:
+    """A writer that checks its time limit at every SQLite step, so that even COMMIT would be checked."""
+    guarded = guarded_writer(tmp_path / "sessions.db", None, progress_steps=1)
     yield guarded
     guarded.close()
 
@@ -69,19 +73,13 @@ def test_work_stopped_inside_a_transaction_is_rolled_back_and_frees_the_write_lo
 def test_a_session_sets_the_authorizer_back_only_when_its_work_set_another(tmp_path: Path) -> None:
     """Setting an authorizer makes SQLite prepare every statement again, under it: sessions that leave it alone
     keep their connection's prepared statements."""
-    path = tmp_path / "authorizer.db"
-    with closing(sqlite3.connect(path)) as setup:
-        setup.executescript("CREATE TABLE t (id INTEGER PRIMARY KEY);")
     asked: list[int] = []
 
     def counting(code: int, *_: str | None) -> int:
         asked.append(code)
         return sqlite3.SQLITE_OK
 
-    connection = sqlite3.connect(
-        path, isolation_level=None, check_same_thread=False, factory=AuthorizerNotingConnection
-    )
-    guarded = GuardedConnection(connection, counting)
+    guarded = guarded_writer(tmp_path / "authorizer.db", counting, progress_steps=1000)
     try:
         assert ids(guarded) == []
         prepared_once = len(asked)
