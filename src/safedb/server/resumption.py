@@ -9,6 +9,8 @@ made up, and there is nothing to resume. The header is dropped, and the GET open
 
 from __future__ import annotations
 
+from collections.abc import Awaitable
+
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 _LAST_EVENT_ID = b"last-event-id"
@@ -21,8 +23,11 @@ class WithoutResumption:
         self._app = app
         self._mcp_path = mcp_path
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+    def __call__(self, scope: Scope, receive: Receive, send: Send) -> Awaitable[None]:
+        """The wrapped app's own awaitable, not a coroutine of this middleware's around it: a request held open
+        (a call waiting in elicitation) would hold that coroutine's frame too, for as long as a person takes.
+        Not a coroutine function, so the ASGI server must be told the interface (`interface="asgi3"`)."""
         if scope["type"] == "http" and scope["method"] == "GET" and scope["path"] == self._mcp_path:
             headers = [(name, value) for name, value in scope["headers"] if name != _LAST_EVENT_ID]
             scope = {**scope, "headers": headers}
-        await self._app(scope, receive, send)
+        return self._app(scope, receive, send)
