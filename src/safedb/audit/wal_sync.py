@@ -7,8 +7,10 @@ log SafeDB wrote. Records that something waits on (a person's answer, before a s
 synced before the append returns, as `synchronous = FULL` would; the others are synced with the next
 such record, or in the background within `LAZY_SYNC_DELAY`.
 
-Appends on the event loop's thread have their syncs done by a thread of its own, so that the event loop
-serves other calls while the disk syncs; that thread syncs once for every append waiting by then.
+An answer appended on the event loop's thread is synced there too while syncs have lately been quick
+(`SYNC_ON_EVENT_LOOP_BUDGET`): handing a sync to another thread and back costs the busy event loop more CPU
+than a quick sync. Otherwise a thread of the store's own syncs it, once for every append waiting by then,
+while the event loop serves other calls.
 """
 
 from __future__ import annotations
@@ -21,10 +23,17 @@ import os
 import queue
 import threading
 
+from safedb.inline_work import RecentDuration
+
 logger = logging.getLogger(__name__)
 
 LAZY_SYNC_DELAY = 0.1
 """Seconds a record that nothing waits on may stay unsynced (only a power loss or an OS crash can lose it)."""
+
+SYNC_ON_EVENT_LOOP_BUDGET = 0.0005
+"""Seconds an answer's sync may take on the event loop's thread, on average lately (`RecentDuration`). The sync
+thread's way costs the event loop some 0.2 to 0.5 ms of CPU per answer (waking the thread, and taking the GIL
+back from it twice), which a sync of the -wal file on a quick disk (0.1 to 0.3 ms) undercuts."""
 
 _Waiter = tuple[asyncio.AbstractEventLoop, "asyncio.Future[None]"]
 _SOON = "soon"
@@ -43,6 +52,7 @@ class WalSync:
         self._last_synced = 0
         self._lock = threading.Lock()
         self._background_sync_due = False
+        self._recent_syncs = RecentDuration(SYNC_ON_EVENT_LOOP_BUDGET)
         # Waiters from the event loop, `_SOON` for a sync within LAZY_SYNC_DELAY, or `_STOP`, for a thread
         # of its own: handing each sync to a pool's worker thread instead cost more than the sync itself.
         self._requests: queue.SimpleQueue[_Waiter | str] = queue.SimpleQueue()
@@ -61,11 +71,20 @@ class WalSync:
                 self._sync()
 
     async def synced_through(self, commit: int) -> None:
-        """`sync_through` for the event loop: the sync thread syncs while the loop serves other calls."""
+        """`sync_through` for the event loop: on its own thread while syncs there have lately been quick and the
+        sync thread is not syncing; otherwise the sync thread syncs while the loop serves other calls."""
         if self._last_synced >= commit:
             return
         if self._fd < 0:
             raise OSError(errno.EBADF, "the audit log is closed")
+        if self._recent_syncs.within_budget() and self._lock.acquire(blocking=False):
+            try:
+                with self._recent_syncs.timing():
+                    if self._last_synced < commit:
+                        self._sync()
+            finally:
+                self._lock.release()
+            return
         loop = asyncio.get_running_loop()
         done = loop.create_future()
         self._requests.put((loop, done))
