@@ -62,8 +62,9 @@ NOTES = [
     "appends while they stay quick. That is why it can serve reads faster. On top of the reference's work, an "
     "approved change costs SafeDB its classification, a dry run for the impact preview, three hash-chained "
     "audit appends and the checks that bind the approval to the statement, and the call waits for the "
-    "approval record to reach the disk (one fdatasync, done by the audit store's own thread while the event "
-    "loop serves other calls) before the change runs. The benchmark's DELETE matches no row, so neither "
+    "approval record to reach the disk (one fdatasync: on the event loop's thread while the disk's syncs stay "
+    "quick, since 3b75ca0, else by the audit store's own thread while the event loop serves other calls) before "
+    "the change runs. The benchmark's DELETE matches no row, so neither "
     "server's commit of it writes to the disk. Both servers are bound by one core (the GIL) in the elicitation "
     "runs, so their rates follow their CPU per round trip. Profiled on 2026-11-25 (perf, py-spy --gil), SafeDB "
     "holds the GIL for less time per round trip than the reference (its results skip the reference's pydantic "
@@ -83,10 +84,15 @@ NOTES = [
     "2.04 against 1.88 and 2.28 against 2.02 (0.91x and 0.91x, the reference at about 550 round trips/s); that "
     "of f2fa173, with the fixes of 2026-11-26's second session (among them an answer that counts only when the "
     "audit log holds its question, checked in the query that already looked for a replay), 2.10 against 1.81 and "
-    "2.31 against 2.05 (0.87x and 0.92x, the reference at about 560 round trips/s); this run, with the fixes of "
+    "2.31 against 2.05 (0.87x and 0.92x, the reference at about 560 round trips/s); that with the fixes of "
     "2026-11-26's third session (among them a check, on every audit append, that the log's files are still the "
     "ones the server opened), 2.10 against 1.75 and 2.35 against 1.99 (0.84x and 0.88x, the reference at about "
-    "590 round trips/s, faster than in any run before on the same code).",
+    "590 round trips/s); that of 5b65813, on a machine about twice as slow, 4.08 against 3.83 and 4.54 against "
+    "4.05 (0.95x and 0.92x). This run (3b75ca0) was made on a new machine, where SafeDB's audit work weighs more: "
+    "before this run, 5a08266 ran elicit-2026 at 0.78x the reference (6 alternating rounds of 4 s), with "
+    "4.0 ms of server CPU per round trip against 3.0. The same machine put read-new-2026 at 0.87x (single rounds "
+    "0.85x to 0.94x), where 5b65813's page had 1.07x: alternating rounds of 5a08266 and 3b75ca0 on it gave 1.01x "
+    "(no change to that path), and 0.95x against the reference in that comparison.",
     "Where the elicitation gap is, measured on 2026-11-26 (elicit-2025, CPU of each server thread from /proc, "
     "strace of single round trips): SafeDB's event-loop thread runs at 0.98 cores and the reference's at 0.94, so "
     "each rate follows that thread's CPU per round trip: 1.86 ms against 1.62, of which 0.27 against 0.17 in "
@@ -117,6 +123,19 @@ NOTES = [
     "each append as one statement, the head anchor moved by a trigger (within the noise). Appending from a "
     "process of its own would take the work off the event loop, but a second Python process costs at least "
     "11 MiB, which the 1,000,000-row target (under 100 MB) has no room for.",
+    "Measured again on 2026-11-27, on the new machine (alternating rounds of 4 s, elicit-2026 unless said, "
+    "throwaway builds): with the audit appends made no-ops SafeDB ran 1.49x its shipped self (server CPU per round "
+    "trip 0.65x), 1.12x the reference; without the fdatasync, 1.08x. Syncing the answer on the event loop's "
+    "thread while the disk's syncs stay quick, as shipped in 3b75ca0, gave 1.09x (server CPU per round trip "
+    "0.87x), and on elicit-2025 1.01x (CPU 0.96x); variants of it (a 2 ms budget, or retries every 10 s) gave "
+    "1.02x to 1.07x, and 1.01x to 1.03x on elicit-2025. Under that load the syncs took 0.30 ms (median; 0.56 ms "
+    "at the 99th percentile) and one in ten went to the store's thread. On read-new-2026 the parser's second "
+    "opinion (sqlglot) is the largest single cost: a throwaway build that parsed only one statement per "
+    "40-character beginning (so read-new's texts once) ran 1.27x its shipped self (server CPU 0.79x), 1.20x the "
+    "reference.",
+    "Handshake era, memory per waiting call: since 3733cec the ASGI middleware that drops `Last-Event-ID` hands "
+    "the request to the SDK's app without a coroutine of its own around it, which a waiting call held for as "
+    "long as it waited: 126.57 KiB against 126.88 (medians of four alternating runs on fresh servers).",
 ]
 
 SAFEDB = "safedb"
