@@ -10,6 +10,7 @@ import pytest
 
 from safedb.db.sqlite.connections import GuardedConnection, open_inspector
 from safedb.db.sqlite.inspector import SchemaFacts, inspect_statement, leading_keyword, schema_facts
+from safedb.db.sqlite.tokens import with_integers_as_zero
 from safedb.errors import (
     DeniedByPolicy,
     EmptyStatement,
@@ -20,7 +21,7 @@ from safedb.errors import (
     TransactionControl,
 )
 from safedb.sql.classification import ChangeKind
-from safedb.sql.structure import StatementShape, statement_shape
+from safedb.sql.structure import StatementShape, _remembered_shape, statement_shape
 
 SETUP = """
 CREATE TABLE items (id INTEGER PRIMARY KEY, name TEXT, delete_flag INTEGER, updated_at TEXT);
@@ -222,3 +223,40 @@ def test_a_statement_nested_past_the_parser_s_limit_is_not_a_read_and_not_a_cras
 def test_text_the_parser_fails_on_in_any_way_is_not_a_read(text: str) -> None:
     """Compiled, sqlglot raises a TypeError on the first, where the Python one raises a ParseError."""
     assert statement_shape(text, "sqlite") == StatementShape(root="unparsed", read_form=False)
+
+
+@pytest.mark.parametrize(
+    ("sql", "form"),
+    [
+        ("SELECT * FROM items WHERE id = 42 LIMIT 10", "SELECT * FROM items WHERE id = 0 LIMIT 0"),
+        ("SELECT ?1, :2, $3, @4, 007", "SELECT ?0, :0, $0, @0, 0"),
+        # Strings, blobs, quoted names, comments, names with digits and other numbers stay as they are.
+        ("SELECT '42', x'00ff', \"c1\", [2], `3` FROM t1 -- 4\n/* 5 */", None),
+        ("SELECT 1.5, .5e3, 1e5, 0x1F, 1_000, 12abc, t2.c3", None),
+        ("VACUUM INTO 'copy1.db'", None),
+    ],
+)
+def test_texts_of_one_form_differ_only_in_integers(sql: str, form: str | None) -> None:
+    assert with_integers_as_zero(sql) == (sql if form is None else form)
+
+
+def test_a_statement_for_another_number_is_not_parsed_again(inspector: GuardedConnection) -> None:
+    """The parser's reading of a statement's form is remembered by its text with the integers as 0 (`read-new-*`
+    in docs/benchmarks.md: the parse was SafeDB's largest cost on a statement never seen before)."""
+    query = "SELECT name FROM items WHERE id = {} AND 1 > 0 -- test_a_statement_for_another_number"
+    assert classify(inspector, query.format(1)) == ()
+    parsed = _remembered_shape.cache_info().misses
+    assert classify(inspector, query.format(2)) == ()
+    assert classify(inspector, query.format(12345)) == ()
+    assert _remembered_shape.cache_info().misses == parsed
+
+
+def test_statements_of_other_forms_keep_their_own_readings(inspector: GuardedConnection) -> None:
+    """Only integers are left out of what the parser is asked: a REPLACE is no INSERT, and each VACUUM INTO keeps
+    its own file."""
+    assert classify(inspector, "INSERT INTO items (id, name) VALUES (7, 'x')") == (ChangeKind.INSERT,)
+    assert classify(inspector, "INSERT OR REPLACE INTO items (id, name) VALUES (8, 'x')") == (ChangeKind.REPLACE,)
+    with inspector.session(5) as connection:
+        for name in ("copy1.db", "copy2.db"):
+            vacuum = inspect_statement(connection, f"VACUUM INTO '{name}'", schema_facts(connection))
+            assert [change.target.name for change in vacuum.changes] == [name]

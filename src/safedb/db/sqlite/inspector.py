@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 from safedb.db.sqlite.connections import quote_identifier, was_stopped
 from safedb.db.sqlite.expansion import COPY_LIMIT, Definition, copied_tokens, nesting_depths, view_definition
-from safedb.db.sqlite.tokens import MARK, is_keyword, sql_tokens
+from safedb.db.sqlite.tokens import MARK, is_keyword, sql_tokens, with_integers_as_zero
 from safedb.errors import DeniedByPolicy, EmptyStatement, InvalidStatement, MultipleStatements
 from safedb.sql.classification import ChangeKind, Classification, DatabaseObject, ObjectType
 from safedb.sql.sqlite_actions import (
@@ -140,7 +140,7 @@ def inspect_statement(connection: sqlite3.Connection, sql: str, schema: SchemaFa
     except ValueError as exc:  # e.g. a NUL character in the text
         raise InvalidStatement(f"SQLite cannot run this statement: {exc}") from exc
     connection.set_authorizer(None)  # what follows is SafeDB's own reading of the catalog
-    shape = statement_shape(sql, "sqlite")
+    shape = statement_shape(with_integers_as_zero(sql), "sqlite")  # remembered: once per form, not per number
     classification = classify_events(
         sql,
         events,

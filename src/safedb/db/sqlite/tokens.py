@@ -44,6 +44,19 @@ def located_tokens(sql: str) -> Iterator[tuple[Token, int]]:
             yield (text, MARK), match.start()
 
 
+def with_integers_as_zero(sql: str) -> str:
+    """`sql` with every integer literal (a token of ASCII digits only) written as `0`; strings, blobs, quoted names,
+    comments, and numbers with a point, an exponent or letters, left as they are. The parser's reading of a
+    statement's form (`statement_shape`) does not depend on such numbers, so texts that differ only in them (the
+    same query for another id) are parsed once."""
+    return _TOKEN.sub(_zero_if_integer, sql)
+
+
+def _zero_if_integer(match: re.Match[str]) -> str:
+    text = match.group()
+    return "0" if match.lastgroup == "skip" and text.isascii() and text.isdigit() else text
+
+
 def is_keyword(token: Token, word: str) -> bool:
     return token[1] == WORD and token[0] == word
 
