@@ -18,7 +18,10 @@ NOTES = [
     "arrives); calls/s counts results that arrived inside the measured window, after a warm-up.",
     "Read path: `read-*` repeats one statement, which SafeDB classifies once and then remembers until the "
     "schema changes; `read-new-*` sends a statement text never seen before on every call (the same query with "
-    "a different always-true condition), so SafeDB classifies every call.",
+    "a different always-true condition), so SafeDB classifies every call: SQLite compiles and classifies each "
+    "text. Since 681baa4 the parser's second opinion is remembered by the text with its integer literals as 0, so "
+    "read-new's texts, which differ only in a number, are parsed once; a text that differs in more (another "
+    "column, another string) is parsed anew, at the cost the next note describes.",
     "Read path, new statements (profiled on 2026-11-26 with py-spy): parsing each new statement with sqlglot, "
     "the parser's second opinion beside SQLite's own view, takes about a fifth of SafeDB's server time on "
     "`read-new-*`. sqlglot's compiled build (`sqlglot[c]`) parses about four times faster and took read-new-2026 "
@@ -88,9 +91,10 @@ NOTES = [
     "2026-11-26's third session (among them a check, on every audit append, that the log's files are still the "
     "ones the server opened), 2.10 against 1.75 and 2.35 against 1.99 (0.84x and 0.88x, the reference at about "
     "590 round trips/s); that of 5b65813, on a machine about twice as slow, 4.08 against 3.83 and 4.54 against "
-    "4.05 (0.95x and 0.92x). This run (3b75ca0) was made on a new machine, where SafeDB's audit work weighs more: "
+    "4.05 (0.95x and 0.92x). The runs of 3b75ca0 and of 681baa4 (this page) were made on a new machine, where "
+    "SafeDB's audit work weighs more: "
     "before this run, 5a08266 ran elicit-2026 at 0.78x the reference (6 alternating rounds of 4 s), with "
-    "4.0 ms of server CPU per round trip against 3.0. The same machine put read-new-2026 at 0.87x (single rounds "
+    "4.0 ms of server CPU per round trip against 3.0. The run of 3b75ca0 put read-new-2026 at 0.87x (single rounds "
     "0.85x to 0.94x), where 5b65813's page had 1.07x: alternating rounds of 5a08266 and 3b75ca0 on it gave 1.01x "
     "(no change to that path), and 0.95x against the reference in that comparison.",
     "Where the elicitation gap is, measured on 2026-11-26 (elicit-2025, CPU of each server thread from /proc, "
@@ -132,7 +136,8 @@ NOTES = [
     "at the 99th percentile) and one in ten went to the store's thread. On read-new-2026 the parser's second "
     "opinion (sqlglot) is the largest single cost: a throwaway build that parsed only one statement per "
     "40-character beginning (so read-new's texts once) ran 1.27x its shipped self (server CPU 0.79x), 1.20x the "
-    "reference.",
+    "reference; 681baa4, which parses a form once (integers as 0), ran 1.31x 21346ad in alternating rounds "
+    "(server CPU 0.76x), 1.12x the reference.",
     "Handshake era, memory per waiting call: since 3733cec the ASGI middleware that drops `Last-Event-ID` hands "
     "the request to the SDK's app without a coroutine of its own around it, which a waiting call held for as "
     "long as it waited: 126.57 KiB against 126.88 (medians of four alternating runs on fresh servers).",
