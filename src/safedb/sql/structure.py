@@ -6,7 +6,7 @@ import functools
 import itertools
 import logging
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from sqlglot import exp
@@ -41,10 +41,14 @@ class StatementShape:
 _REMEMBERED_STATEMENT_CHARS = 10_000
 
 
-def statement_shape(sql: str, dialect: str) -> StatementShape:
-    """Parse one statement; anything sqlglot cannot parse into exactly one statement has the root `unparsed`."""
+def statement_shape(sql: str, dialect: str, form: Callable[[str], str] | None = None) -> StatementShape:
+    """Parse one statement; anything sqlglot cannot parse into exactly one statement has the root `unparsed`.
+
+    `form` rewrites a statement short enough to be remembered into one of the same form (the same shape), which
+    is parsed and remembered in its place, so that statements of one form are parsed once. Longer ones, which are
+    not remembered, are parsed as they are."""
     if len(sql) <= _REMEMBERED_STATEMENT_CHARS:
-        return _remembered_shape(sql, dialect)
+        return _remembered_shape(sql if form is None else form(sql), dialect)
     return _shape(sql, dialect)
 
 

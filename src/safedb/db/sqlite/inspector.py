@@ -140,7 +140,7 @@ def inspect_statement(connection: sqlite3.Connection, sql: str, schema: SchemaFa
     except ValueError as exc:  # e.g. a NUL character in the text
         raise InvalidStatement(f"SQLite cannot run this statement: {exc}") from exc
     connection.set_authorizer(None)  # what follows is SafeDB's own reading of the catalog
-    shape = statement_shape(with_integers_as_zero(sql), "sqlite")  # remembered: once per form, not per number
+    shape = statement_shape(sql, "sqlite", form=with_integers_as_zero)  # parsed once per form, not per number
     classification = classify_events(
         sql,
         events,

@@ -48,7 +48,7 @@ def with_integers_as_zero(sql: str) -> str:
     """`sql` with every integer literal (a token of ASCII digits only) written as `0`; strings, blobs, quoted names,
     comments, and numbers with a point, an exponent or letters, left as they are. The parser's reading of a
     statement's form (`statement_shape`) does not depend on such numbers, so texts that differ only in them (the
-    same query for another id) are parsed once."""
+    same query for another id) are parsed once (its `form`)."""
     return _TOKEN.sub(_zero_if_integer, sql)
 
 
