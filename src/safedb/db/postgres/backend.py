@@ -105,7 +105,7 @@ class PostgresDatabase:
         with _client_deadline(seconds):
             async with self._pools.reader() as connection, translated_errors(seconds), read_transaction(connection):
                 await set_statement_timeout(connection, seconds)
-                await catalog.without_jit(connection)
+                await catalog.for_catalog_queries(connection)
                 # A read plans its relations; a maintenance statement runs their stored code (a change that asks
                 # anyway leaves it to its impact preview).
                 facts = await catalog.function_facts(
@@ -234,7 +234,7 @@ class PostgresDatabase:
                 relation = found[0]
                 # Counting plans the table and runs its policies: only where that is a read (`counting`), and
                 # within half the time limit (the rest is for the other lookups). Else the planner's estimate.
-                await catalog.without_jit(connection)
+                await catalog.for_catalog_queries(connection)
                 rows = None
                 if await count_is_a_read(connection, relation.identifier().as_string(connection)):
                     rows = await catalog.row_count(connection, relation, seconds / 2)

@@ -18,7 +18,7 @@ from safedb.sql.postgres_functions import function_changes
 
 async def count_is_a_read(connection: Connection, relation: str) -> bool:
     """True when `SELECT count(*) FROM relation` (a quoted name) would be classified a read. Runs inside the
-    caller's read-only transaction, which has called `catalog.without_jit`."""
+    caller's read-only transaction, which has called `catalog.for_catalog_queries`."""
     statement = analyze_statement(f"SELECT count(*) FROM {relation}")
     facts = await catalog.function_facts(connection, [statement], planned_code=True)
     facts = await function_bodies.judged(connection, facts)

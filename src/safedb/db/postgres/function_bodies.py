@@ -59,7 +59,7 @@ class _Context:
 async def judged(connection: Connection, rows: list[CatalogFunction]) -> list[CatalogFunction]:
     """`rows` (from `catalog.function_facts`), each user-defined function labelled immutable or stable marked
     with why it is not harmless (`CatalogFunction.body`) when its body shows it is not. Runs inside the
-    caller's read-only transaction, which has called `catalog.without_jit`."""
+    caller's read-only transaction, which has called `catalog.for_catalog_queries`."""
     called = {_Context(row.oid) for row in rows if row.judged_by_body}
     if not called:
         return rows

@@ -239,7 +239,7 @@ async def measure_impact(
             # The catalog lookups share one read-only session; dry runs and estimates need the writer.
             async with pools.reader() as reader, read_transaction(reader):
                 await set_statement_timeout(reader, seconds)
-                await catalog.without_jit(reader)
+                await catalog.for_catalog_queries(reader)
                 cascades = await _cascade_lines(reader, classification)
                 if data_change:
                     obstacles = await _obstacles(reader, statement, classification)
@@ -363,11 +363,11 @@ async def changed_since_dry_run(
     """
     if targets := quoted_tables(classification):
         await connection.execute(f"LOCK TABLE {', '.join(targets)} IN ROW EXCLUSIVE MODE")
-    jit = await (await connection.execute("SELECT current_setting('jit')")).fetchone()
-    await catalog.without_jit(connection)
+    session_settings = await catalog.current_settings(connection, catalog.CATALOG_SETTINGS)
+    await catalog.for_catalog_queries(connection)
     obstacles = await _obstacles(connection, statement, classification)
-    # The statement itself may be worth compiling.
-    await connection.execute("SELECT set_config('jit', %s, true)", (jit[0] if jit else "on",))
+    # The statement itself runs with the session's settings (it may be worth compiling, or need the memory).
+    await catalog.set_local(connection, session_settings)
     return [f"{o.relation}: {o.reason}" for o in obstacles]
 
 
