@@ -98,28 +98,32 @@ async def test_types_met_are_passed_to_the_prepared_query_as_oids(pg: PgDatabase
     assert prepared == sent_as_it_is
 
 
+async def _settings(connection: Connection) -> dict[str, str]:
+    names = [*catalog.CATALOG_SETTINGS, "plan_cache_mode"]
+    cursor = await connection.execute("SELECT name, current_setting(name) FROM unnest(%s::text[]) AS name", (names,))
+    return {str(name): str(value) for name, value in await cursor.fetchall()}
+
+
 async def test_settings_last_only_for_the_catalog_transaction(reader: Connection) -> None:
     async with read_transaction(reader):
         await catalog.for_catalog_queries(reader)
-        during = await catalog.current_settings(reader, ["work_mem", "jit", "plan_cache_mode"])
-    after = await catalog.current_settings(reader, ["work_mem", "jit", "plan_cache_mode"])
-    assert during == {"work_mem": "2MB", "jit": "off", "plan_cache_mode": "force_generic_plan"}
+        during = await _settings(reader)
+        await catalog.with_session_settings(reader)
+        restored = await _settings(reader)
+    after = await _settings(reader)
+    assert during == {**catalog.CATALOG_SETTINGS, "plan_cache_mode": "force_generic_plan"}
+    assert restored == after
     assert after["work_mem"] != "2MB"
+    assert after["enable_hashjoin"] == "on"
     assert after["plan_cache_mode"] == "auto"
 
 
 async def test_an_approved_change_runs_with_the_sessions_settings_not_the_catalog_queries(pg: PgDatabase) -> None:
-    session = pg.rows(
-        "SELECT current_setting('work_mem') || ' ' || current_setting('hash_mem_multiplier') || ' ' || "
-        "current_setting('jit')"
-    )
-    sql = (
-        "INSERT INTO notes SELECT 7000, current_setting('work_mem') || ' ' || current_setting('hash_mem_multiplier') "
-        "|| ' ' || current_setting('jit')"
-    )
+    settings = " || ' ' || ".join(f"current_setting('{name}')" for name in catalog.CATALOG_SETTINGS)
+    session = pg.rows(f"SELECT {settings}")
     database = pg.open()
     try:
-        approved = await database.classify(sql)
+        approved = await database.classify(f"INSERT INTO notes SELECT 7000, {settings}")
         preview = await database.preview(approved)
         assert preview.rows_affected == 1
         # With a count to hold to, the approved run checks the catalog again in its own transaction first.

@@ -339,11 +339,21 @@ async def every_relation(connection: Connection) -> list[str]:
     return [str(name) for (name,) in await cursor.fetchall()]
 
 
-CATALOG_SETTINGS = {"jit": "off", "work_mem": "2MB", "hash_mem_multiplier": "1"}
-"""The catalog queries' settings. No JIT: their regular expressions look costly to the planner, which would compile
-them for a second or more, for queries that take milliseconds. A small work_mem: PostgreSQL sizes the hash table of
-each recursive query's UNION for the planner's estimate, which is huge, up to work_mem times hash_mem_multiplier,
-and zeroing those at the defaults took 10 ms of each function query."""
+CATALOG_SETTINGS = {
+    "jit": "off",
+    "work_mem": "2MB",
+    "hash_mem_multiplier": "1",
+    "enable_hashjoin": "off",
+    "enable_mergejoin": "off",
+}
+"""The catalog queries' settings. The planner's estimates for their recursive queries are absurd (billions of rows
+where there are a few), and it plans for them. No JIT: it would compile the queries for a second or more, for
+queries that take milliseconds. A small work_mem: the hash table of each recursive query's UNION is sized for the
+estimate, up to work_mem times hash_mem_multiplier, and zeroing those at the defaults took 10 ms of each function
+query. Nested loops only: a hash join built on such an estimate split into 131,072 batches in temporary files, 20
+ms, and failed where the server forbids temporary files (`temp_file_limit = 0`); the catalogs' indexes serve
+nested loops well."""
+_PER_SESSION_SETTINGS = [*CATALOG_SETTINGS, "plan_cache_mode"]
 
 
 async def for_catalog_queries(connection: Connection) -> None:
@@ -352,22 +362,18 @@ async def for_catalog_queries(connection: Connection) -> None:
     settings = dict(CATALOG_SETTINGS)
     if connection.read_only:
         settings["plan_cache_mode"] = "force_generic_plan"
-    await set_local(connection, settings)
-
-
-async def set_local(connection: Connection, settings: Mapping[str, str]) -> None:
-    """Each setting to its value, until the transaction ends."""
     await connection.execute(
         "SELECT set_config(name, value, true) FROM unnest(%s::text[], %s::text[]) AS settings(name, value)",
         (list(settings), list(settings.values())),
     )
 
 
-async def current_settings(connection: Connection, names: Iterable[str]) -> dict[str, str]:
-    cursor = await connection.execute(
-        "SELECT name, current_setting(name) FROM unnest(%s::text[]) AS name", (list(names),)
+async def with_session_settings(connection: Connection) -> None:
+    """Back to the session's own settings from `for_catalog_queries`, until the transaction or savepoint ends: for
+    a statement of the user's (an approved change, a count of a table), which may need JIT, memory or hash joins."""
+    await connection.execute(
+        "SELECT set_config(name, reset_val, true) FROM pg_settings WHERE name = ANY(%s)", (_PER_SESSION_SETTINGS,)
     )
-    return {str(name): str(value) for name, value in await cursor.fetchall()}
 
 
 # The function query, prepared once in each reader's session: parsing and planning it take PostgreSQL some 15 ms,
@@ -532,6 +538,7 @@ async def row_count(connection: Connection, relation: Relation, seconds: float) 
         # Rolled back to, which also restores the transaction's own time limits.
         async with connection.transaction(force_rollback=True):
             await set_statement_timeout(connection, seconds)
+            await with_session_settings(connection)
             cursor = await connection.execute(query)
             row = await cursor.fetchone()
     except (QueryCanceled, LockNotAvailable):  # over time, or waiting for a lock

@@ -61,8 +61,11 @@ def _milliseconds(seconds: float) -> str:
 
 async def set_statement_timeout(connection: Connection, seconds: float, *, local: bool = True) -> None:
     """The server stops any statement of this transaction (or, with local=False, session) after `seconds`."""
-    await connection.execute("SELECT set_config('statement_timeout', %s, %s)", (_milliseconds(seconds), local))
-    await connection.execute("SELECT set_config('lock_timeout', %s, %s)", (_milliseconds(seconds), local))
+    limit = _milliseconds(seconds)
+    await connection.execute(
+        "SELECT set_config('statement_timeout', %s, %s), set_config('lock_timeout', %s, %s)",
+        (limit, local, limit, local),
+    )
 
 
 def read_transaction(connection: Connection) -> AbstractAsyncContextManager[Any]:

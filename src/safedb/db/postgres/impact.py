@@ -363,11 +363,9 @@ async def changed_since_dry_run(
     """
     if targets := quoted_tables(classification):
         await connection.execute(f"LOCK TABLE {', '.join(targets)} IN ROW EXCLUSIVE MODE")
-    session_settings = await catalog.current_settings(connection, catalog.CATALOG_SETTINGS)
     await catalog.for_catalog_queries(connection)
     obstacles = await _obstacles(connection, statement, classification)
-    # The statement itself runs with the session's settings (it may be worth compiling, or need the memory).
-    await catalog.set_local(connection, session_settings)
+    await catalog.with_session_settings(connection)  # for the statement itself
     return [f"{o.relation}: {o.reason}" for o in obstacles]
 
 
@@ -591,6 +589,7 @@ async def _exact_count(connection: Connection, target: DatabaseObject) -> int | 
     """count(*) inside a savepoint, so a table too big to count in time falls back to the estimate."""
     try:
         async with connection.transaction():
+            await catalog.with_session_settings(connection)
             cursor = await connection.execute(f"SELECT count(*) FROM {_quoted(target)}")
             row = await cursor.fetchone()
     except psycopg.errors.QueryCanceled:
