@@ -376,9 +376,9 @@ async def with_session_settings(connection: Connection) -> None:
     )
 
 
-# The function query, prepared once in each reader's session: parsing and planning it take PostgreSQL 10 ms or more
-# each time, running its prepared generic plan (`for_catalog_queries`) about 2 ms. Prepared in SQL, not by psycopg, which
-# deallocates its prepared statements whenever a transaction rolls back, as every read's does.
+# The function query, prepared once in each reader's session: parsing and planning it take PostgreSQL 10 ms or
+# more each time, running its prepared generic plan (`for_catalog_queries`) about 2 ms. Prepared in SQL, not by
+# psycopg, which deallocates its prepared statements whenever a transaction rolls back, as every read's does.
 _FUNCTIONS_STATEMENT = "safedb_function_facts"
 _PLACEHOLDER = re.compile(r"%\((\w+)\)s|%%")
 _sessions_prepared: weakref.WeakSet[Connection] = weakref.WeakSet()
