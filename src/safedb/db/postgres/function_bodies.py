@@ -25,12 +25,14 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, replace
 
+import anyio.to_thread
 from psycopg.pq import TransactionStatus
 
 from safedb.db.postgres import catalog
 from safedb.db.postgres.connections import Connection
+from safedb.inline_work import INLINE_STATEMENT_CHARS
 from safedb.sql.classification import Change, ObjectType
-from safedb.sql.postgres_bodies import Unexaminable, read_body
+from safedb.sql.postgres_bodies import Body, Unexaminable, read_body
 from safedb.sql.postgres_functions import CatalogFunction, FunctionRef, function_changes, reached_functions
 
 MAX_EXAMINED = 64
@@ -144,7 +146,7 @@ class _Examination:
         if definition.string_syntax not in (None, "on"):
             # `'x\'' , f() --'`: one string to SafeDB's parser, a call of f() with the legacy syntax.
             raise Unexaminable("reads its strings with the legacy syntax (standard_conforming_strings off)")
-        body = read_body(definition.language, definition.definition)
+        body = await _read(definition.language, definition.definition)
         statements = body.statements
         for statement in statements:
             if not statement.classification.read_only:
@@ -175,6 +177,15 @@ class _Examination:
 
 
 _CALLED = frozenset({ObjectType.FUNCTION, ObjectType.ADVISORY_LOCK, ObjectType.LARGE_OBJECT})
+
+
+async def _read(language: str, definition: str) -> Body:
+    """`read_body`, in a worker thread when the definition is long, as a long statement is analysed: reading a
+    body of 500,000 characters takes some 1.5 s of Python, every time a statement reaches it, and on the event
+    loop every other call of the server waited for it."""
+    if len(definition) <= INLINE_STATEMENT_CHARS:
+        return read_body(language, definition)
+    return await anyio.to_thread.run_sync(read_body, language, definition)
 
 
 def _calls(change: Change) -> str:
