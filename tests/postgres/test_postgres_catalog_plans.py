@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 
+import anyio
 import psycopg
 import pytest
 
@@ -96,6 +97,26 @@ async def test_types_met_are_passed_to_the_prepared_query_as_oids(pg: PgDatabase
     prepared = await facts(reader)
     assert [function.name for function in prepared] == ["is_even"]
     assert prepared == sent_as_it_is
+
+
+async def test_a_session_whose_statement_was_deallocated_prepares_it_again(reader: Connection) -> None:
+    """A reader's session cannot deallocate it (DEALLOCATE is refused); should it happen anyway, one call fails and
+    the next prepares it again, rather than every later call in that session failing."""
+    await _facts(reader, STATEMENTS[0])
+    await reader.execute("DEALLOCATE safedb_function_facts")
+    with pytest.raises(psycopg.errors.InvalidSqlStatementName):
+        await _facts(reader, STATEMENTS[0])
+    assert await _facts(reader, STATEMENTS[0])
+    assert await _plans(reader) == [(1, 0)]
+
+
+async def test_a_call_cancelled_while_the_statement_is_prepared_closes_the_session(reader: Connection) -> None:
+    """A statement the server prepared but SafeDB did not note would make the session's next PREPARE fail. A call
+    cancelled while it prepares (its client gave up) leaves no such session in use: psycopg closes it, and the pool
+    replaces a closed session."""
+    with anyio.move_on_after(0.001):
+        await _facts(reader, STATEMENTS[0])
+    assert reader.closed
 
 
 async def _settings(connection: Connection) -> dict[str, str]:

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from psycopg import sql
-from psycopg.errors import LockNotAvailable, QueryCanceled
+from psycopg.errors import InvalidSqlStatementName, LockNotAvailable, QueryCanceled
 from psycopg.types.numeric import Oid
 
 from safedb.db.backend import ColumnInfo
@@ -409,6 +409,8 @@ async def _function_rows(connection: Connection, parameters: Mapping[str, object
     if not connection.read_only:
         return await (await connection.execute(_FUNCTIONS_SQL, parameters)).fetchall()
     if connection not in _sessions_prepared:
+        # A call cancelled meanwhile closes the session (psycopg does), so what the server prepared is never left
+        # unnoted in a session still in use.
         await connection.execute(
             sql.SQL("PREPARE {} AS ").format(sql.Identifier(_FUNCTIONS_STATEMENT)) + sql.SQL(_FUNCTIONS_PREPARED)
         )
@@ -417,7 +419,11 @@ async def _function_rows(connection: Connection, parameters: Mapping[str, object
         sql.Identifier(_FUNCTIONS_STATEMENT),
         sql.SQL(", ").join(sql.Literal(parameters[name]) for name in _FUNCTIONS_PARAMETERS),
     )
-    return await (await connection.execute(execute)).fetchall()
+    try:
+        return await (await connection.execute(execute)).fetchall()
+    except InvalidSqlStatementName:
+        _sessions_prepared.discard(connection)  # deallocated after all: prepared again by the session's next call
+        raise
 
 
 async def function_facts(
