@@ -145,9 +145,10 @@ async def test_xpath_table_leaves_no_prepared_statement_in_the_pooled_reader(pg:
         )
         if leak.read_only:
             await database.read(leak)
-        # The session's own prepared statement is SafeDB's function query (`catalog.function_facts`).
+        # The session's own prepared statements are SafeDB's (`prepared.ReaderStatement`).
         listing = await database.classify(
-            "SELECT name FROM pg_prepared_statements WHERE name <> 'safedb_function_facts'"
+            "SELECT name FROM pg_prepared_statements "
+            "WHERE name NOT IN ('safedb_function_facts', 'safedb_begin_catalog_work')"
         )
         assert (await database.read(listing)).rows == ()
     finally:

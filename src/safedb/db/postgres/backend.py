@@ -38,6 +38,7 @@ from safedb.db.postgres.counting import count_is_a_read
 from safedb.db.postgres.fired_code import TABLE_EVENT_KINDS, check_fired_unchanged, fired_code
 from safedb.db.postgres.impact import measure_impact, quoted_tables
 from safedb.db.postgres.results import fetch_guarded, fetch_row_by_row, run_counted, size_guarded, streamed
+from safedb.db.postgres.shadowing import begin_catalog_work
 from safedb.errors import ChangedSinceQuestion, QueryFailed, QueryTimeout, RowCountChanged
 from safedb.inline_work import INLINE_STATEMENT_CHARS, LONG_STATEMENT_CHARS
 from safedb.sql.classification import Classification
@@ -104,7 +105,7 @@ class PostgresDatabase:
         seconds = self.limits.statement_timeout
         with _client_deadline(seconds):
             async with self._pools.reader() as connection, translated_errors(seconds), read_transaction(connection):
-                await set_statement_timeout(connection, seconds)
+                await begin_catalog_work(connection, seconds)
                 await catalog.for_catalog_queries(connection)
                 # A read plans its relations; a maintenance statement runs their stored code (a change that asks
                 # anyway leaves it to its impact preview).
@@ -184,7 +185,7 @@ class PostgresDatabase:
             with _client_deadline(seconds):
                 # The transaction rolls back when `_run` raises.
                 async with self._pools.writer() as connection, translated_errors(seconds), connection.transaction():
-                    await set_statement_timeout(connection, seconds)
+                    await begin_catalog_work(connection, seconds)
                     await check_unchanged(connection, statement, approved, approved_rows)
                     outcome = await self._run(connection, statement, approved_rows)
                     await check_data_change_names(connection, approved)
@@ -196,7 +197,7 @@ class PostgresDatabase:
         try:
             with _client_deadline(seconds):
                 async with self._pools.writer() as connection, translated_errors(seconds):
-                    await set_statement_timeout(connection, seconds, local=False)
+                    await begin_catalog_work(connection, seconds, local=False)
                     await check_unchanged(connection, statement, approved, None)
                     return await self._run(connection, statement, None)
         except ChangedSinceQuestion:
@@ -218,14 +219,14 @@ class PostgresDatabase:
         seconds = self.limits.statement_timeout
         with _client_deadline(seconds):
             async with self._pools.reader() as connection, translated_errors(seconds), read_transaction(connection):
-                await set_statement_timeout(connection, seconds)
+                await begin_catalog_work(connection, seconds)
                 return [TableInfo(r.display_name, r.type) for r in await catalog.relations(connection)]
 
     async def describe_table(self, name: str) -> TableDescription | None:
         seconds = self.limits.statement_timeout
         with _client_deadline(seconds):
             async with self._pools.reader() as connection, translated_errors(seconds), read_transaction(connection):
-                await set_statement_timeout(connection, seconds)
+                await begin_catalog_work(connection, seconds)
                 found = [
                     r for r in await catalog.relations(connection) if name in (r.display_name, f"{r.schema}.{r.name}")
                 ]

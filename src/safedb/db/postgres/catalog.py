@@ -2,18 +2,16 @@
 
 from __future__ import annotations
 
-import re
-import weakref
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from psycopg import sql
-from psycopg.errors import InvalidSqlStatementName, LockNotAvailable, QueryCanceled
+from psycopg.errors import LockNotAvailable, QueryCanceled
 from psycopg.types.numeric import Oid
 
 from safedb.db.backend import ColumnInfo
 from safedb.db.postgres.connections import Connection, quoted, set_statement_timeout
+from safedb.db.postgres.prepared import ReaderStatement
 from safedb.db.postgres.stored_code import EXTENSION_MEMBER, MET_TYPES, PATTERNS, REACHED_CODE
 from safedb.sql.postgres_classifier import PostgresStatement
 from safedb.sql.postgres_functions import CatalogFunction
@@ -376,54 +374,9 @@ async def with_session_settings(connection: Connection) -> None:
     )
 
 
-# The function query, prepared once in each reader's session: parsing and planning it take PostgreSQL 10 ms or
-# more each time, running its prepared generic plan (`for_catalog_queries`) about 2 ms. Prepared in SQL, not by
-# psycopg, which deallocates its prepared statements whenever a transaction rolls back, as every read's does.
-_FUNCTIONS_STATEMENT = "safedb_function_facts"
-_PLACEHOLDER = re.compile(r"%\((\w+)\)s|%%")
-_sessions_prepared: weakref.WeakSet[Connection] = weakref.WeakSet()
-
-
-def _for_prepare(query: str) -> tuple[str, list[str]]:
-    """`query` with its psycopg placeholders written `$1, $2...` (and `%%` as `%`), and the names they stand for."""
-    names: list[str] = []
-
-    def number(match: re.Match[str]) -> str:
-        if match[1] is None:
-            return "%"
-        if match[1] not in names:
-            names.append(match[1])
-        return f"${names.index(match[1]) + 1}"
-
-    return _PLACEHOLDER.sub(number, query), names
-
-
-_FUNCTIONS_PREPARED, _FUNCTIONS_PARAMETERS = _for_prepare(_FUNCTIONS_SQL)
-
-
-async def _function_rows(connection: Connection, parameters: Mapping[str, object]) -> list[tuple[Any, ...]]:
-    """The rows of the function query. A reader's session runs only SafeDB's own queries and statements judged
-    reads, which cannot deallocate or replace the prepared statement: session statements such as DEALLOCATE are
-    refused, and a call of a function whose body runs one is not a read (approved, it runs as the writer). A
-    writer's session is reset with DISCARD ALL: there the query is sent as it is."""
-    if not connection.read_only:
-        return await (await connection.execute(_FUNCTIONS_SQL, parameters)).fetchall()
-    if connection not in _sessions_prepared:
-        # A call cancelled meanwhile closes the session (psycopg does), so what the server prepared is never left
-        # unnoted in a session still in use.
-        await connection.execute(
-            sql.SQL("PREPARE {} AS ").format(sql.Identifier(_FUNCTIONS_STATEMENT)) + sql.SQL(_FUNCTIONS_PREPARED)
-        )
-        _sessions_prepared.add(connection)
-    execute = sql.SQL("EXECUTE {}({})").format(
-        sql.Identifier(_FUNCTIONS_STATEMENT),
-        sql.SQL(", ").join(sql.Literal(parameters[name]) for name in _FUNCTIONS_PARAMETERS),
-    )
-    try:
-        return await (await connection.execute(execute)).fetchall()
-    except InvalidSqlStatementName:
-        _sessions_prepared.discard(connection)  # deallocated after all: prepared again by the session's next call
-        raise
+# Parsing and planning the function query take PostgreSQL 10 ms or more each time, running its prepared generic
+# plan (`for_catalog_queries`) about 2 ms.
+_FUNCTIONS = ReaderStatement("safedb_function_facts", _FUNCTIONS_SQL)
 
 
 async def function_facts(
@@ -440,7 +393,7 @@ async def function_facts(
     index expressions and predicates and check constraints call, which planning folds (a statement that asks
     anyway leaves it to its impact preview, which names it per table). `relations`: more relations (quoted names)
     than the statements name."""
-    rows = await _function_rows(
+    rows = await _FUNCTIONS.rows(
         connection,
         {
             "functions": _all(ref.name for statement in statements for ref in statement.functions),

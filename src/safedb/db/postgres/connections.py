@@ -55,15 +55,15 @@ def describe_dsn(dsn: str) -> str:
     return f"{user}@{host}:{port}/{parts.get('dbname') or user}"
 
 
-def _milliseconds(seconds: float) -> str:
+def milliseconds(seconds: float) -> str:
     return f"{max(1, round(seconds * 1000))}ms"
 
 
 async def set_statement_timeout(connection: Connection, seconds: float, *, local: bool = True) -> None:
     """The server stops any statement of this transaction (or, with local=False, session) after `seconds`."""
-    limit = _milliseconds(seconds)
+    limit = milliseconds(seconds)
     await connection.execute(
-        "SELECT set_config('statement_timeout', %s, %s), set_config('lock_timeout', %s, %s)",
+        "SELECT pg_catalog.set_config('statement_timeout', %s, %s), pg_catalog.set_config('lock_timeout', %s, %s)",
         (limit, local, limit, local),
     )
 
@@ -79,7 +79,8 @@ def read_transaction(connection: Connection) -> AbstractAsyncContextManager[Any]
 _STRING_SETTINGS = {"standard_conforming_strings": "on"}
 # The schemas a session's search path actually reaches: those that exist and that its role may use.
 _EFFECTIVE_SEARCH_PATH_SQL = (
-    "SELECT array_to_string(ARRAY(SELECT quote_ident(s) FROM unnest(current_schemas(false)) AS s), ', ')"
+    "SELECT pg_catalog.array_to_string(ARRAY(SELECT pg_catalog.quote_ident(s) "
+    "FROM pg_catalog.unnest(pg_catalog.current_schemas(false)) AS s), ', ')"
 )
 
 
@@ -113,14 +114,17 @@ async def _reader_search_path(reader_dsn: str) -> str:
 _SERVER_POWER_ROLES = [
     "pg_read_server_files", "pg_write_server_files", "pg_execute_server_program", "pg_signal_backend",
 ]  # fmt: skip
+# Run before `shadowing.begin_catalog_work` can check anything: its functions are named with their schema.
 _READER_POWERS_SQL = """
 SELECT r.rolsuper,
-       ARRAY(SELECT g FROM unnest(%(roles)s::text[]) AS g WHERE pg_has_role(current_user, g, 'MEMBER')),
-       (SELECT count(*) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
-         WHERE n.nspname = ANY(current_schemas(false)) AND c.relkind IN ('r', 'p', 'v', 'f')
-           AND has_table_privilege(c.oid, 'INSERT, UPDATE, DELETE, TRUNCATE')),
-       ARRAY(SELECT s FROM unnest(current_schemas(false)) AS s WHERE has_schema_privilege(s, 'CREATE'))
-FROM pg_roles r WHERE r.rolname = current_user
+       ARRAY(SELECT g FROM pg_catalog.unnest(%(roles)s::text[]) AS g
+             WHERE pg_catalog.pg_has_role(current_user, g, 'MEMBER')),
+       (SELECT pg_catalog.count(*) FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+         WHERE n.nspname = ANY(pg_catalog.current_schemas(false)) AND c.relkind IN ('r', 'p', 'v', 'f')
+           AND pg_catalog.has_table_privilege(c.oid, 'INSERT, UPDATE, DELETE, TRUNCATE')),
+       ARRAY(SELECT s FROM pg_catalog.unnest(pg_catalog.current_schemas(false)) AS s
+             WHERE pg_catalog.has_schema_privilege(s, 'CREATE'))
+FROM pg_catalog.pg_roles r WHERE r.rolname = current_user
 """
 
 
@@ -186,7 +190,7 @@ def _pool(
 ) -> AsyncConnectionPool[Connection]:
     async def apply_settings(connection: Connection) -> None:
         for setting, value in settings.items():
-            await connection.execute("SELECT set_config(%s, %s, false)", (setting, value))
+            await connection.execute("SELECT pg_catalog.set_config(%s, %s, false)", (setting, value))
 
     async def configure(connection: Connection) -> None:
         """JSON comes back as the server's own text, not as Python objects, and so do dates and times Python

@@ -34,6 +34,7 @@ from safedb.db.postgres.connections import (
 )
 from safedb.db.postgres.counting import count_is_a_read
 from safedb.db.postgres.results import run_counted
+from safedb.db.postgres.shadowing import begin_catalog_work
 from safedb.db.postgres.stored_code import EXTENSION_MEMBER, MET_TYPES, PATTERNS, REACHED_CODE
 from safedb.sql.classification import ChangeKind, Classification, DatabaseObject, ObjectType
 from safedb.sql.postgres_classifier import PostgresStatement
@@ -238,7 +239,7 @@ async def measure_impact(
             object_lines: list[str] = []
             # The catalog lookups share one read-only session; dry runs and estimates need the writer.
             async with pools.reader() as reader, read_transaction(reader):
-                await set_statement_timeout(reader, seconds)
+                await begin_catalog_work(reader, seconds)
                 await catalog.for_catalog_queries(reader)
                 cascades = await _cascade_lines(reader, classification)
                 if data_change:
@@ -420,7 +421,7 @@ async def _data_impact(
         )
         return Impact(lines=(line,))
     async with pools.writer() as connection, connection.transaction(force_rollback=True):
-        await set_statement_timeout(connection, seconds)
+        await begin_catalog_work(connection, seconds)
         rows = max(await _dry_run_count(connection, statement), 0)
     if not statement.counts_changed_rows:
         # `WITH d AS (DELETE ...) SELECT count(*) FROM d`: PostgreSQL counts the rows the SELECT returns;
@@ -474,7 +475,7 @@ async def _drop_lines(pools: Pools, statement: PostgresStatement, seconds: float
         connection.add_notice_handler(note)
         try:
             async with connection.transaction(force_rollback=True):
-                await set_statement_timeout(connection, seconds)
+                await begin_catalog_work(connection, seconds)
                 # A DROP waits for its ACCESS EXCLUSIVE lock, and every session that comes after waits
                 # behind it: the dry run takes the lock at once or not at all.
                 await connection.execute("SELECT set_config('lock_timeout', %s, true)", (_DRY_RUN_LOCK_WAIT,))
