@@ -6,6 +6,7 @@ Every test checks the database through a connection of its own, not only the too
 from __future__ import annotations
 
 import json
+import sqlite3
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from pathlib import Path
@@ -22,6 +23,7 @@ from safedb.db.sqlite import SqliteDatabase
 from safedb.server.app import build_server
 from safedb.settings import Settings
 from tests.helpers import SAFETY_FIELDS, Responder, ServerProcess, rows, safedb_serve, scratch_table
+from tests.helpers import in_process_server as server_for
 
 pytestmark = pytest.mark.anyio
 
@@ -266,3 +268,19 @@ async def test_tool_annotations_tell_reads_from_changes(connect: ClientFactory) 
         annotations = tools[name].annotations
         assert annotations is not None
         assert annotations.read_only_hint is True
+
+
+async def test_describing_a_broken_view_says_why_it_cannot(tmp_path: Path) -> None:
+    """SQLite keeps a view whose table was dropped; describing it failed the call with no reason given, and the
+    server logged a traceback."""
+    path = tmp_path / "app.db"
+    with sqlite3.connect(path) as connection:
+        connection.executescript("CREATE TABLE gone (x); CREATE VIEW broken AS SELECT x FROM gone; DROP TABLE gone;")
+    async with server_for(path) as (server, _), Client(server) as client:
+        described = await client.call_tool("describe_table", {"name": "broken"})
+        listed = await client.call_tool("list_tables", {})
+
+    assert described.is_error
+    assert "no such table: main.gone" in described.content[0].text  # type: ignore[union-attr]
+    assert not listed.is_error
+    assert listed.structured_content == {"tables": [{"name": "broken", "type": "view"}]}

@@ -205,9 +205,9 @@ class SafeDBTools:
         """List the tables and views in the database."""
         try:
             served = self.targets.pick(target)
-        except UnknownTarget as exc:
+            tables = await served.database.list_tables()
+        except SafeDBError as exc:  # an unknown target included
             return error_result(str(exc))
-        tables = await served.database.list_tables()
         structured = {"tables": [{"name": table.name, "type": table.type} for table in tables]}
         text = format_table(["name", "type"], [[table.name, table.type] for table in tables]) if tables else "(none)"
         return text_result(text, structured)
@@ -220,9 +220,10 @@ class SafeDBTools:
         """Describe one table or view: its columns, row count and definition."""
         try:
             served = self.targets.pick(target)
-        except UnknownTarget as exc:
+            # A broken view (its table dropped) or a virtual table of a module this SQLite lacks: said, not raised.
+            description = await served.database.describe_table(name)
+        except SafeDBError as exc:  # an unknown target included
             return error_result(str(exc))
-        description = await served.database.describe_table(name)
         if description is None:
             return error_result(f"There is no table or view named {name!r}. Use list_tables to see the names.")
         return _description_result(description)
