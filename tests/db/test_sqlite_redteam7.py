@@ -36,7 +36,7 @@ import pytest
 
 from safedb.db.backend import QueryLimits
 from safedb.db.sqlite.backend import SqliteDatabase
-from safedb.db.sqlite.connections import temporary_rows_in_memory
+from safedb.db.sqlite.connections import dry_run_in_memory
 from safedb.errors import InvalidStatement, QueryFailed, QueryTimeout
 from tests.helpers import watching_the_loop
 
@@ -166,16 +166,19 @@ async def test_a_dry_run_keeps_its_temporary_rows_within_the_heap_limit(database
 
 @pytest.mark.parametrize("setting", [0, 1, 2])
 def test_a_writer_keeps_its_own_temporary_storage_after_a_dry_run(database_file: Path, setting: int) -> None:
-    """Dry runs keep temporary rows in memory; the writer then goes back to where it kept them (by default in
-    files, which an approved CREATE INDEX on a large table needs; or where an approved pragma put them)."""
+    """Dry runs keep temporary rows and changed pages in memory; the writer then goes back to where it kept them
+    (by default in files, which an approved CREATE INDEX on a large table needs; or where an approved pragma put
+    them)."""
     with contextlib.closing(sqlite3.connect(database_file, isolation_level=None)) as connection:
         connection.execute(f"PRAGMA temp_store = {setting}")
-        with temporary_rows_in_memory(connection):
+        with dry_run_in_memory(connection):
             assert connection.execute("PRAGMA temp_store").fetchone() == (2,)
+            assert connection.execute("PRAGMA cache_spill").fetchone() == (0,)
             connection.execute("BEGIN IMMEDIATE")
             connection.execute("SELECT * FROM items ORDER BY randomblob(8)").fetchall()  # opens temporary storage
             connection.execute("ROLLBACK")
         assert connection.execute("PRAGMA temp_store").fetchone() == (setting,)
+        assert connection.execute("PRAGMA cache_spill").fetchone() != (0,)  # large approved changes spill again
 
 
 def _flattened(levels: int) -> str:

@@ -236,19 +236,30 @@ def roll_back(connection: sqlite3.Connection) -> None:
 
 
 @contextmanager
-def temporary_rows_in_memory(connection: sqlite3.Connection) -> Iterator[None]:
-    """Within the block, a writer keeps the rows a statement sorts, groups or materializes past its page cache in
-    memory, within MAX_SQLITE_HEAP_BYTES, as readers always do (see `_open_read_only`), instead of in temporary
-    files, which no limit counts. For dry runs: an approved statement may need the files (CREATE INDEX on a large
-    table sorts in them). Call outside any transaction: SQLite refuses to change where they go within one."""
-    (previous,) = connection.execute("PRAGMA temp_store").fetchone()
+def dry_run_in_memory(connection: sqlite3.Connection) -> Iterator[None]:
+    """Within the block, a writer keeps what a dry run changes in memory, within MAX_SQLITE_HEAP_BYTES, instead of
+    in files, which no limit counts (an approved statement may need them: CREATE INDEX on a large table sorts in
+    them, a large change spills its pages):
+
+    - the rows a statement sorts, groups or materializes past its page cache, as readers always do (see
+      `_open_read_only`), instead of in temporary files;
+    - the pages it changes (`cache_spill`), which SQLite otherwise writes to the database's -wal file once the page
+      cache is full: an INSERT of large blobs left a -wal file of 2 GB after its dry run's rollback, which stays
+      until a checkpoint. A rollback journal still gets the pages' old content, at most as much as memory holds,
+      and goes with the rollback.
+
+    Call outside any transaction: SQLite refuses to change where temporary files go within one."""
+    (temp_store,) = connection.execute("PRAGMA temp_store").fetchone()
+    (cache_spill,) = connection.execute("PRAGMA cache_spill").fetchone()
     connection.execute("PRAGMA temp_store = MEMORY")
+    connection.execute("PRAGMA cache_spill = OFF")
     try:
         yield
     finally:
         # Left in memory if this fails too: statements that need more then fail, and nothing else changes.
         with suppress(sqlite3.Error):
-            connection.execute(f"PRAGMA temp_store = {int(previous)}")
+            connection.execute(f"PRAGMA temp_store = {int(temp_store)}")
+            connection.execute(f"PRAGMA cache_spill = {int(cache_spill)}")
 
 
 def open_reader(path: Path, *, on_event_loop: bool = False) -> GuardedConnection:

@@ -10,9 +10,9 @@ from safedb.db.backend import Impact
 from safedb.db.sqlite.connections import (
     OUT_OF_MEMORY,
     drain,
+    dry_run_in_memory,
     quote_identifier,
     roll_back,
-    temporary_rows_in_memory,
     was_stopped,
 )
 from safedb.sql.classification import ChangeCategory, ChangeKind, Classification, ObjectType
@@ -36,7 +36,7 @@ def measure_impact(
     again where it can wait longer.
     """
     if set(classification.categories) == {ChangeCategory.DATA}:
-        with temporary_rows_in_memory(connection):
+        with dry_run_in_memory(connection):
             return _dry_run(connection, classification, authorizer)
     return Impact(lines=tuple(_schema_lines(connection, classification)))
 
