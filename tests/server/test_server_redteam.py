@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
+import sqlite3
 import sys
 from pathlib import Path
 from typing import Any
@@ -13,9 +15,10 @@ from mcp.client.client import Client
 from mcp.client.stdio import StdioServerParameters
 from mcp_types import ElicitResult
 
+from safedb.approval.display import visible_statement
 from safedb.audit import AuditQuery, SqliteAuditStore
 from safedb.db.backend import QueryLimits
-from tests.helpers import Responder, in_process_server, rows
+from tests.helpers import Responder, in_process_server, rows, watching_the_loop
 from tests.web.test_approval_page import prod_config
 
 pytestmark = pytest.mark.anyio
@@ -83,3 +86,27 @@ async def test_over_stdio_a_target_approved_on_the_web_page_refuses_changes_plai
     assert rows(database, "SELECT count(*) FROM invoices WHERE id = 7") == [(1,)]
     with SqliteAuditStore.open(audit_db, readonly=True) as audit:
         assert [str(record.decision) for record in audit.records(AuditQuery())] == ["refused"]
+
+
+@pytest.mark.parametrize("hidden", ["e\u0301", "\u200b\u200c"], ids=["combining-marks", "zero-width"])
+async def test_a_long_statement_of_hidden_characters_does_not_hold_up_the_event_loop(
+    tmp_path: Path, hidden: str
+) -> None:
+    """Showing a statement's hidden characters looks at each of them: for 980,000 characters that are not ASCII,
+    0.8 s on the event loop for every call that asked about one (red team, 2026-11-28). A long one is shown from a
+    worker thread now, whole."""
+    path = tmp_path / "app.db"
+    with contextlib.closing(sqlite3.connect(path)) as connection:
+        connection.execute("CREATE TABLE t (id INTEGER PRIMARY KEY, name TEXT)")
+    statement = "DELETE FROM t WHERE name = '" + hidden * 490_000 + "'"
+    responder = Responder(action="decline")
+
+    async def ask() -> object:
+        async with in_process_server(path) as (server, _), Client(server, elicitation_callback=responder) as client:
+            return await client.call_tool("execute_query", {"query": statement})
+
+    _, longest = await watching_the_loop(ask)
+
+    assert longest < 0.3, f"the event loop was held up for {longest:.2f} s"
+    (question,) = responder.asked
+    assert visible_statement(statement) in question.message

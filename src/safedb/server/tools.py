@@ -12,7 +12,7 @@ from mcp_types import CallToolResult, InputRequiredResult
 from pydantic import Field
 
 from safedb import wording
-from safedb.approval.display import visible_statement
+from safedb.approval.display import visible_statement_soon
 from safedb.approval.verification import Decision, Verdict, decide
 from safedb.audit import AuditDecision, AuditStore, AuditWriteFailed, decision_for_verdict
 from safedb.db.backend import Impact, TableDescription
@@ -247,7 +247,7 @@ class SafeDBTools:
         lines = [
             "SafeDB needs your approval before running a statement that changes the database.",
             "",
-            f"Statement: {visible_statement(classification.statement)}",
+            f"Statement: {await visible_statement_soon(classification.statement)}",
             f"Change: {classification.summary}",
             "Touches: " + ", ".join(str(target) for target in classification.touched),
         ]

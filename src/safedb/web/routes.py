@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import anyio.to_thread
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response
 from starlette.routing import Route
@@ -57,7 +58,9 @@ def approval_routes(board: ApprovalBoard, approvers: Sequence[Approver], public_
     async def pending(request: Request) -> Response:
         if await authenticated_approver(request) is None:
             return unauthorized()
-        return HTMLResponse(pages.pending_page(board.pending()), headers=_NO_STORE)
+        # Pages are rendered in a worker thread: showing a long statement's hidden characters, and highlighting it,
+        # look at each of its characters (a second for a million), which would hold up every call of the server.
+        return HTMLResponse(await anyio.to_thread.run_sync(pages.pending_page, board.pending()), headers=_NO_STORE)
 
     async def show(request: Request) -> Response:
         approver = await authenticated_approver(request)
@@ -66,7 +69,9 @@ def approval_routes(board: ApprovalBoard, approvers: Sequence[Approver], public_
         found = find(request, request.query_params.get("t"))
         if isinstance(found, Response):
             return found
-        body = pages.approval_page(found, csrf.issue(found.id, approver), found.min_justification)
+        body = await anyio.to_thread.run_sync(
+            pages.approval_page, found, csrf.issue(found.id, approver), found.min_justification
+        )
         return HTMLResponse(body, headers=_NO_STORE)
 
     async def decide(request: Request) -> Response:
