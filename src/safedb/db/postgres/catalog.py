@@ -127,6 +127,13 @@ met_seed(oid) AS (
     SELECT reltype FROM user_rels WHERE reltype <> 0  -- whole-row references
     UNION  -- what the named operators produce (`(1 <%%> 2) === x` applies `===` to a `<%%>` result)
     SELECT o.oprresult FROM pg_operator o WHERE o.oprname = ANY(%(operators)s::text[]) AND o.oprresult >= 16384
+    UNION  -- an `anyarray` column (pg_stats' sampled values) holds values of any column's type: where the statement
+           -- or a view it reads names a relation with one, it meets every user-defined type
+    SELECT t.oid FROM pg_type t WHERE t.oid >= 16384 AND EXISTS (
+        SELECT 1 FROM pg_attribute a WHERE a.atttypid = 'anyarray'::regtype AND (
+            a.attrelid IN (SELECT to_regclass(name) FROM unnest(%(relations)s::text[]) AS name)
+            OR a.attrelid IN (SELECT m[1]::oid FROM user_rels r JOIN pg_rewrite w ON w.ev_class = r.oid
+                              CROSS JOIN LATERAL regexp_matches(w.ev_action::text, %(relation_oids)s, 'g') AS m)))
 ),
 {MET_TYPES},
 operators AS (  -- the operators named, except those of user-defined types the statement does not meet
@@ -163,6 +170,14 @@ JOIN pg_proc p ON p.oid = f.proc JOIN pg_namespace n ON n.oid = p.pronamespace
 WHERE EXISTS (SELECT 1 FROM pg_opclass c WHERE c.opcfamily = f.family AND c.opcdefault
               AND c.opcintype IN (SELECT oid FROM met_types))
    OR EXISTS (SELECT 1 FROM pg_amop m JOIN operators o ON o.oid = m.amopopr WHERE m.amopfamily = f.family)
+   -- a range type's subtype class compares the bounds of every value of it built
+   OR EXISTS (SELECT 1 FROM pg_range g JOIN pg_opclass c ON c.oid = g.rngsubopc
+              WHERE c.opcfamily = f.family AND g.rngtypid IN (SELECT oid FROM met_types))
+   -- a partition key's class sorts the partitions' bounds when a session first plans the table
+   OR %(planned_code)s AND EXISTS (
+       SELECT 1 FROM user_rels r CROSS JOIN LATERAL pg_partition_ancestors(r.oid) AS a(relid)
+       JOIN pg_partitioned_table t ON t.partrelid = a.relid JOIN pg_opclass c ON c.oid = ANY(t.partclass::oid[])
+       WHERE c.opcfamily = f.family)
 UNION ALL
 SELECT n.nspname, p.proname, {_VOLATILITY}, true, false, r.relname, false, {EXTENSION_MEMBER}, p.oid
 FROM user_rels r JOIN pg_foreign_table t ON t.ftrelid = r.oid JOIN pg_foreign_server s ON s.oid = t.ftserver

@@ -127,6 +127,16 @@ seed_functions(label, bucket, proc) AS (
     JOIN closure ON closure.oid = con.conrelid
     CROSS JOIN LATERAL unnest(con.conexclop || con.conpfeqop || con.conppeqop || con.conffeqop) AS x(op)
     JOIN pg_operator o ON o.oid = x.op
+    UNION ALL  -- the user-defined support functions (a btree's comparison) of its indexes' operator classes
+    SELECT i.indrelid::regclass::text, 'row', a.amproc::oid FROM pg_index i JOIN closure ON closure.oid = i.indrelid
+    CROSS JOIN LATERAL unnest(i.indclass::oid[]) AS k(opclass) JOIN pg_opclass c ON c.oid = k.opclass
+    JOIN pg_amproc a ON a.amprocfamily = c.opcfamily WHERE a.amproc::oid >= 16384
+    UNION ALL  -- and of its partition keys' (its own and its parents'), which route each row written
+    SELECT closure.oid::regclass::text, 'row', a.amproc::oid FROM closure
+    CROSS JOIN LATERAL pg_partition_ancestors(closure.oid) AS ancestor(relid)
+    JOIN pg_partitioned_table t ON t.partrelid = ancestor.relid
+    CROSS JOIN LATERAL unnest(t.partclass::oid[]) AS k(opclass) JOIN pg_opclass c ON c.oid = k.opclass
+    JOIN pg_amproc a ON a.amprocfamily = c.opcfamily WHERE a.amproc::oid >= 16384
 ),
 {REACHED_CODE},
 met_seed(oid) AS (SELECT oid FROM seed_types UNION SELECT oid FROM reached_types),
