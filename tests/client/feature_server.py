@@ -144,9 +144,11 @@ def build_server() -> MCPServer:
         """Ask for one form with exactly the given requested schema."""
         return await _ask_forms(ctx, {"form": (message, requested_schema)})
 
-    def refuse_with_an_error(message: str = "this tool answers every call with a JSON-RPC error") -> str:
-        """Answer the call with a JSON-RPC error (with the given message), not a result."""
-        raise MCPError(INVALID_PARAMS, message)
+    def refuse_with_an_error(
+        message: str = "this tool answers every call with a JSON-RPC error", code: int = INVALID_PARAMS
+    ) -> str:
+        """Answer the call with a JSON-RPC error (with the given message and code), not a result."""
+        raise MCPError(code, message)
 
     async def ask_url(ctx: Context[Any, Any]) -> CallToolResult | InputRequiredResult:
         """Send the person to a web page (URL mode)."""

@@ -40,7 +40,7 @@ from pydantic import ValidationError
 from safedb import __version__
 from safedb.client.queue import ElicitationQueue
 from safedb.client.requests import Answerer, ElicitationRequest, Era, ServerIdentity
-from safedb.client.result_type import DefaultResultType
+from safedb.client.result_type import DefaultResultType, first_problem
 from safedb.client.server_stderr import stdio_transport
 from safedb.client.targets import HttpTarget, Target
 
@@ -81,8 +81,22 @@ ERA_MODES = {"auto": "auto", "handshake": "legacy", "2026-07-28": "auto"}
 name is known; a server that only speaks the handshake era is then refused."""
 
 
+_SDK_LOST_CONNECTION = ("Connection closed", "SSE stream")
+"""How the SDK's errors for a server that is gone (or a call's stream with it) begin. Their code, CONNECTION_CLOSED
+(-32000), is also the first of JSON-RPC's codes for a server's own errors, which servers answer calls with."""
+
+
 class EraUnavailable(RuntimeError):
     """The server does not speak the protocol era that was asked for."""
+
+
+class MalformedReply(ValueError):
+    """The server answered in a form MCP does not allow (such as a tool whose input schema is not a schema)."""
+
+
+def connection_lost(error: MCPError) -> bool:
+    """Whether an error says the server is gone, rather than being the server's answer to a request."""
+    return error.code == CONNECTION_CLOSED and error.data is None and error.message.startswith(_SDK_LOST_CONNECTION)
 
 
 class Connection:
@@ -121,20 +135,23 @@ class Connection:
         name = stamp.get("name") if isinstance(stamp, dict) else None
         return name if isinstance(name, str) and name else None
 
-    def speaks_input_required(self) -> bool:
-        """Whether the connection has negotiated 2026-07-28 (False while still connecting)."""
-        version = self._client.session.protocol_version if self._client is not None else None
-        return version in MODERN_PROTOCOL_VERSIONS
+    def negotiated_version(self) -> str | None:
+        """The protocol version the connection has negotiated (None while still connecting)."""
+        return self._client.session.protocol_version if self._client is not None else None
 
     @property
     def era(self) -> Era:
         return Era.INPUT_REQUIRED if self.client.protocol_version in MODERN_PROTOCOL_VERSIONS else Era.HANDSHAKE
 
     async def list_tools(self) -> list[Tool]:
+        """Every tool the server lists. MalformedReply when the list is not in MCP's form."""
         tools: list[Tool] = []
         cursor: str | None = None
         for _ in range(1000):
-            page = await self.client.list_tools(cursor=cursor)
+            try:
+                page = await self.client.list_tools(cursor=cursor)
+            except ValidationError as exc:
+                raise self._malformed(exc) from None
             tools.extend(page.tools)
             cursor = page.next_cursor
             if cursor is None:
@@ -143,13 +160,18 @@ class Connection:
 
     async def call_tool(self, name: str, arguments: dict[str, Any]) -> CallToolResult:
         """Call a tool; elicitations it raises go to the answerer. A handshake-era "URL elicitation required"
-        error is answered too, and the call retried once the server reports the pages complete."""
+        error is answered too, and the call retried once the server reports the pages complete.
+
+        MalformedReply when the result, or the tool list the SDK checks it against, is not in MCP's form.
+        """
         self._running_tools.append(name)
         try:
             try:
                 return await self.client.call_tool(name, arguments, read_timeout_seconds=STREAM_READ_TIMEOUT)
+            except ValidationError as exc:
+                raise self._malformed(exc) from None
             except MCPError as exc:
-                if exc.code == CONNECTION_CLOSED:
+                if connection_lost(exc):
                     # The server is gone, so a question still being asked cannot be answered; on a terminal its
                     # prompt would also fight whatever asks next for the keyboard.
                     await self._queue.withdraw_all()
@@ -158,6 +180,13 @@ class Connection:
             return await self.client.call_tool(name, arguments, read_timeout_seconds=STREAM_READ_TIMEOUT)
         finally:
             self._running_tools.remove(name)
+
+    def _malformed(self, error: ValidationError) -> MalformedReply:
+        server, problem = self.target.describe(), first_problem(error)
+        if error.title == "ListToolsResult":
+            # The SDK lists the tools again to check a call's result against the tool's output schema, if any.
+            return MalformedReply(f"{server} lists its tools in a form MCP does not allow ({problem})")
+        return MalformedReply(f"{server} answered in a form MCP does not allow ({problem})")
 
     async def elicitation_callback(self, context: ClientRequestContext, params: ElicitRequestParams) -> ElicitResult:
         tool = self._running_tools[0] if len(set(self._running_tools)) == 1 else None
@@ -241,7 +270,7 @@ async def connect(target: Target, answerer: Answerer, era: str = "auto") -> Asyn
             )
             transport = stdio_transport(parameters)  # its stderr cleaned, as all server text
         client = Client(
-            DefaultResultType(transport, connection.speaks_input_required),
+            DefaultResultType(transport, connection.negotiated_version, target.describe()),
             mode=ERA_MODES[era],
             elicitation_callback=connection.elicitation_callback,
             message_handler=connection.message_handler,

@@ -16,6 +16,7 @@ from fractions import Fraction
 from typing import Annotated, Any
 from urllib.parse import urlsplit
 
+import regex
 from pydantic import AfterValidator, BeforeValidator, Field, Strict, StringConstraints, TypeAdapter, ValidationError
 
 _SECRET_WORDS = re.compile(
@@ -35,8 +36,9 @@ _URI_CHARACTERS = re.compile(r"^(?:[A-Za-z0-9\-._~:/?#\[\]@!$&'()*+,;=]|%[0-9A-F
 _FULL_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 _DATE_TIME = re.compile(r"^\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})$")
 _LINE_BREAK = re.compile("[\n\r\u2028\u2029]")
-PATTERN_FLAGS = re.ASCII
-"""Schema patterns are ECMA-262 regular expressions, whose \\d and \\w are ASCII; Python's are Unicode unless told."""
+PATTERN_TIME_LIMIT = 0.25
+"""Seconds one value's match against a server's pattern may take. A pattern can backtrack for hours on a short value
+(`^(a|aa)+$`), and the standard library's `re` cannot be stopped, not even by Ctrl-C; `regex` can."""
 _ECMA_SPACE = "\\t\\n\\v\\f\\r \\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000\\ufeff"
 """ECMA-262's \\s: white space (with every Unicode space separator) and line terminators; with `re.ASCII`, Python's
 \\s is only the ASCII ones, so a pattern such as `^\\S+$` would let a no-break space through."""
@@ -232,7 +234,7 @@ def _exact(number: float) -> Fraction:
 
 
 def python_pattern(pattern: str) -> str:
-    """The schema's ECMA-262 pattern as a Python expression that means the same (compiled with `PATTERN_FLAGS`).
+    """The schema's ECMA-262 pattern as a Python expression that means the same (see `compile_pattern`).
 
     Raises:
         re.error: the pattern uses syntax that the two dialects read differently and that is not translated.
@@ -274,14 +276,33 @@ def python_pattern(pattern: str) -> str:
     return "".join(parts)
 
 
+def compile_pattern(pattern: str) -> regex.Pattern[str]:
+    """The schema's ECMA-262 pattern, compiled to be searched within `PATTERN_TIME_LIMIT`.
+
+    Its dialect is the standard library's: a pattern `re` cannot read is refused, although `regex` reads more
+    (such as `\\p{L}`, whose meaning in ECMA-262 depends on a flag the schema does not give). ECMA-262's `\\d`
+    and `\\w` are ASCII, as they are here.
+
+    Raises:
+        re.error, regex.error: the pattern cannot be read, or not as ECMA-262 reads it.
+    """
+    translated = python_pattern(pattern)
+    re.compile(translated, re.ASCII)
+    return regex.compile(translated, regex.ASCII | regex.VERSION0)
+
+
 def _matching(pattern: str) -> Any:
-    compiled = re.compile(python_pattern(pattern), PATTERN_FLAGS)
+    compiled = compile_pattern(pattern)
 
     def check(value: str) -> str:
         # ECMA-262 and Python read `$` and `.` differently around line breaks; refusing them is the safe side.
         if _LINE_BREAK.search(value):
             raise ValueError("must be one line (the field has a pattern)")
-        if compiled.search(value) is None:
+        try:
+            found = compiled.search(value, timeout=PATTERN_TIME_LIMIT)
+        except TimeoutError:
+            raise ValueError(f"cannot be checked against the pattern {pattern} in time; try a shorter value") from None
+        if found is None:
             raise ValueError(f"must match the pattern {pattern}")
         return value
 

@@ -1,36 +1,47 @@
-"""A 2026-07-28 result without `resultType` is a complete result (SEP-2322): the spec says so, the SDK does not.
+"""A transport wrapper for two things servers send that the SDK refuses whole, although only part is amiss.
 
-`mcp` 2.3 refuses a 2026-07-28 tool result that leaves `resultType` out. This transport wrapper fills
-in the default ("complete") on responses, and only once a 2026-07-28 era is negotiated, so that such a
-server's results are read as the specification says.
+- A 2026-07-28 result without `resultType` is a complete result (SEP-2322): the spec says so, `mcp` 2.3
+  refuses it. The wrapper fills in the default ("complete") on responses, once a 2026-07-28 era is negotiated.
+- A tool list with one tool not in MCP's form (an input schema that is not a schema): the SDK refuses the whole
+  list, and with it every call's result (it checks each against the list). The wrapper leaves that tool out,
+  with a warning, so that the server's other tools can be used.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Self
 
 from mcp.client import Transport
 from mcp.shared.message import SessionMessage
-from mcp_types import JSONRPCResponse
+from mcp_types import JSONRPCResponse, Tool
+from mcp_types.methods import validate_server_result
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+from pydantic import ValidationError
 
 if TYPE_CHECKING:  # a private module of the SDK: for the type checker only, so a rename cannot break a run
     from mcp.shared._stream_protocols import ReadStream
+
+logger = logging.getLogger(__name__)
 
 Item = SessionMessage | Exception
 
 
 class DefaultResultType:
-    """Wraps a transport; `modern()` tells whether the connection speaks 2026-07-28 yet."""
+    """Wraps a transport; `version()` is the protocol version negotiated (None while connecting), `server` names the
+    server in warnings."""
 
-    def __init__(self, transport: Transport, modern: Callable[[], bool]) -> None:
+    def __init__(self, transport: Transport, version: Callable[[], str | None], server: str) -> None:
         self._transport = transport
-        self._modern = modern
+        self._version = version
+        self._server = server
+        self._left_out: set[tuple[Any, str]] = set()
 
     async def __aenter__(self) -> Any:
         read, write = await self._transport.__aenter__()
-        return _Reader(read, self._modern), write
+        return _Reader(read, self._version, self._server), write
 
     async def __aexit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, traceback: TracebackType | None
@@ -39,9 +50,11 @@ class DefaultResultType:
 
 
 class _Reader:
-    def __init__(self, inner: ReadStream[Item], modern: Callable[[], bool]) -> None:
+    def __init__(self, inner: ReadStream[Item], version: Callable[[], str | None], server: str) -> None:
         self._inner = inner
-        self._modern = modern
+        self._version = version
+        self._server = server
+        self._left_out: set[tuple[Any, str]] = set()
 
     @property
     def last_context(self) -> Any:
@@ -69,8 +82,34 @@ class _Reader:
         return None
 
     def _fill(self, item: Item) -> Item:
-        if isinstance(item, SessionMessage) and isinstance(item.message, JSONRPCResponse) and self._modern():
-            result = item.message.result
-            if isinstance(result, dict) and "resultType" not in result:
+        if isinstance(item, SessionMessage) and isinstance(item.message, JSONRPCResponse):
+            result, version = item.message.result, self._version()
+            if isinstance(result, dict) and "resultType" not in result and version in MODERN_PROTOCOL_VERSIONS:
                 result["resultType"] = "complete"
+            if isinstance(result, dict) and isinstance(result.get("tools"), list) and "content" not in result:
+                result["tools"] = [tool for tool in result["tools"] if self._readable_tool(result, tool, version)]
         return item
+
+    def _readable_tool(self, listing: dict[str, Any], tool: Any, version: str | None) -> bool:
+        """Whether the SDK reads `tool` in a tool list, as it reads a list: for the version negotiated, then as a
+        `Tool`. (A list has "tools" and no "content", which every tool call's result has.)"""
+        try:
+            validate_server_result("tools/list", version or "2025-11-25", {**listing, "tools": [tool]})
+            Tool.model_validate(tool, by_name=False)
+        except ValidationError as error:
+            name = tool.get("name") if isinstance(tool, dict) else None
+            problem = first_problem(error)
+            if (name, problem) not in self._left_out:  # said once: the SDK lists tools again for each call's result
+                self._left_out.add((name, problem))
+                logger.warning("Leaving out tool %r of %s, not in MCP's form (%s)", name, self._server, problem)
+            return False
+        return True
+
+
+def first_problem(error: ValidationError) -> str:
+    """Where the first thing pydantic refused is, and why, in one line."""
+    details = error.errors(include_url=False)
+    if not details:
+        return str(error)
+    where = ".".join(str(step) for step in details[0]["loc"])
+    return f"{where}: {details[0]['msg']}" if where else str(details[0]["msg"])

@@ -30,7 +30,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from safedb.client.data_files import DataFileError, read_data_file
 from safedb.client.model import InvalidAnswer, default_content, validate_content
 from safedb.client.requests import ElicitationRequest
-from safedb.client.sanitize import clean_text
+from safedb.client.sanitize import text_as_read
 from safedb.client.schema import UnsupportedSchema, parse_requested_schema
 
 logger = logging.getLogger(__name__)
@@ -63,19 +63,19 @@ class AnswerRule(BaseModel):
         return pattern
 
     def matches(self, request: ElicitationRequest) -> bool:
-        """Whether the request meets every condition of the rule. The server's name and message are matched as
-        the form shows them (`clean_text`): an escape sequence or an invisible character in `DROP TABLE` must not
-        take a question past the rule that declines it, on to one that accepts."""
+        """Whether the request meets every condition of the rule. The server's name and message are matched as a
+        person reads them (`text_as_read`): an escape sequence, an invisible character or a no-break space in
+        `DROP TABLE` must not take a question past the rule that declines it, on to one that accepts."""
         params = request.params
         if self.mode is not None and params.mode != self.mode:
             return False
         if self.server is not None:
-            names = [clean_text(name, multiline=False) for name in (request.server.name, request.server.target) if name]
+            names = [text_as_read(name) for name in (request.server.name, request.server.target) if name]
             if not any(fnmatch.fnmatchcase(name.casefold(), self.server.casefold()) for name in names):
                 return False
         if self.tool is not None and (request.tool is None or not fnmatch.fnmatchcase(request.tool, self.tool)):
             return False
-        return self.message is None or re.search(self.message, clean_text(params.message)) is not None
+        return self.message is None or re.search(self.message, text_as_read(params.message)) is not None
 
 
 class AnswerRules(BaseModel):

@@ -20,9 +20,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
+import regex
+
 from safedb.client import schema_keywords
 from safedb.client.fields import (
-    PATTERN_FLAGS,
     Choice,
     Default,
     ElicitationForm,
@@ -31,7 +32,7 @@ from safedb.client.fields import (
     InvalidValue,
     StringFormat,
     check_value,
-    python_pattern,
+    compile_pattern,
 )
 
 logger = logging.getLogger(__name__)
@@ -264,8 +265,8 @@ def _optional_pattern(spec: Mapping[str, Any], name: str) -> str | None:
     if not isinstance(pattern, str):
         raise UnsupportedSchema(f"property {name!r}: pattern is not a string")
     try:
-        re.compile(python_pattern(pattern), PATTERN_FLAGS)
-    except (re.error, RecursionError, OverflowError) as exc:
+        compile_pattern(pattern)
+    except (re.error, regex.error, RecursionError, OverflowError) as exc:
         raise UnsupportedSchema(f"property {name!r}: pattern {pattern!r} cannot be checked here ({exc})") from None
     return pattern
 
@@ -288,6 +289,8 @@ def _optional_number(spec: Mapping[str, Any], key: str, name: str) -> float | No
         return None
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise UnsupportedSchema(f"property {name!r}: {key} is not a number")
+    if not abs(value) <= sys.float_info.max:  # also NaN; JSON's 1e400 arrives as infinity
+        raise UnsupportedSchema(f"property {name!r}: {key} is beyond the numbers this client can check")
     return value
 
 

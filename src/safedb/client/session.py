@@ -13,14 +13,14 @@ from dataclasses import dataclass
 
 import httpx2
 from mcp.shared.exceptions import MCPError
-from mcp_types import CONNECTION_CLOSED, Tool
+from mcp_types import Tool
 from prompt_toolkit import PromptSession
 from prompt_toolkit.completion import WordCompleter
 from prompt_toolkit.history import InMemoryHistory
 from pydantic import ValidationError
 
 from safedb.client.arguments import ArgumentError, parse_arguments
-from safedb.client.connection import Connection
+from safedb.client.connection import Connection, MalformedReply, connection_lost
 from safedb.client.interrupts import Interrupted, cancelled_by
 from safedb.client.results import describe_tools, error_json, render_error, render_result, result_json
 from safedb.client.sanitize import clean_text
@@ -39,7 +39,7 @@ HELP = """Commands:
 Values with spaces need quotes: call execute_query query="SELECT * FROM users"
 When the server asks a question, a form appears: Ctrl-C or Esc cancels it."""
 
-CALL_FAILURES = (MCPError, ValidationError, RuntimeError, httpx2.HTTPError, OSError)
+CALL_FAILURES = (MCPError, ValidationError, MalformedReply, RuntimeError, httpx2.HTTPError, OSError)
 
 
 @dataclass(frozen=True)
@@ -59,9 +59,20 @@ class CommandRunner:
         self._tools: dict[str, Tool] | None = None
 
     async def tools(self) -> dict[str, Tool]:
+        """The server's tools by name, listed once. MalformedReply when the server's list is not in MCP's form."""
         if self._tools is None:
             self._tools = {tool.name: tool for tool in await self.connection.list_tools()}
         return self._tools
+
+    async def known_tools(self) -> dict[str, Tool]:
+        """`tools`, or none when the server's list cannot be read (said once): tools are then called with `call`,
+        and their arguments sent as typed."""
+        try:
+            return await self.tools()
+        except MalformedReply as exc:
+            logger.warning("%s; arguments are sent as typed.", clean_text(str(exc)))
+            self._tools = {}
+            return self._tools
 
     async def run(self, line: str) -> CommandOutcome:
         line = line.strip()
@@ -92,7 +103,7 @@ class CommandRunner:
                     self.write("Usage: call TOOL key=value ...")
                     return CommandOutcome(ok=False)
                 return await self.call(rest[0], rest[1:])
-            if words[0] in await self.tools():
+            if words[0] in await self.known_tools():
                 return await self.call(words[0], rest)
         except CALL_FAILURES as exc:
             self.write(f"Error: {clean_text(str(exc))}")
@@ -101,7 +112,7 @@ class CommandRunner:
         return CommandOutcome(ok=False)
 
     async def call(self, name: str, words: Sequence[str]) -> CommandOutcome:
-        tool = (await self.tools()).get(name)
+        tool = (await self.known_tools()).get(name)
         try:
             arguments = parse_arguments(words, tool.input_schema if tool is not None else None)
         except ArgumentError as exc:
@@ -109,8 +120,11 @@ class CommandRunner:
             return CommandOutcome(ok=False)
         try:
             result = await self.connection.call_tool(name, arguments)
+        except MalformedReply as exc:
+            self.write(f"Error: {clean_text(str(exc))}")
+            return CommandOutcome(ok=False)
         except MCPError as exc:
-            if exc.code == CONNECTION_CLOSED:
+            if connection_lost(exc):
                 raise  # not an answer from the server: it is gone
             self.write(visible_json(error_json(exc.error), indent=2) if self._json_output else render_error(exc.error))
             return CommandOutcome(ok=False)
@@ -134,7 +148,7 @@ async def interact(runner: CommandRunner) -> None:
     server = runner.connection.server
     runner.write(f"Connected to {server.describe()} (protocol {runner.connection.client.protocol_version}).")
     runner.write("Type help for the commands, quit to leave.")
-    tool_names = list(await runner.tools())
+    tool_names = list(await runner.known_tools())
     completer = WordCompleter(["tools", "call", "history", "help", "quit", *tool_names], sentence=True)
     prompt: PromptSession[str] = PromptSession(history=InMemoryHistory(), completer=completer)
     name = clean_text(server.name or "mcp", multiline=False)
