@@ -7,6 +7,7 @@ Real parts: the feature server over HTTP in both eras, a hand-written stdio serv
 from __future__ import annotations
 
 import json
+import logging
 import shlex
 import sys
 from pathlib import Path
@@ -14,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from safedb.client.console_log import OneLineFormatter
 from safedb.client.model import schema_to_model
 from safedb.client.sanitize import clean_text
 from safedb.client.schema import UnsupportedSchema, parse_requested_schema
@@ -202,3 +204,16 @@ def test_a_malformed_tool_can_still_be_called_by_name() -> None:
     assert result.returncode == 0, result.stderr
     assert _called(result.stdout) == {"name": "malformed", "arguments": {"a": 1}}
     assert "Traceback" not in result.stderr
+
+
+# -- an SDK error from inside a task group -------------------------------------------------------------------------
+
+
+def test_an_error_from_a_task_group_is_shown_as_the_error_inside_it() -> None:
+    try:
+        raise ExceptionGroup("unhandled errors in a TaskGroup", [ConnectionRefusedError("the server went away")])
+    except ExceptionGroup:
+        record = logging.LogRecord("mcp.client.streamable_http", logging.ERROR, "", 0, "Error in post_writer", (), None)
+        record.exc_info = sys.exc_info()
+    line = OneLineFormatter().format(record)
+    assert line == "Error: Error in post_writer (ConnectionRefusedError: the server went away)"

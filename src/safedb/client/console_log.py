@@ -22,6 +22,8 @@ class OneLineFormatter(logging.Formatter):
     def format(self, record: logging.LogRecord) -> str:
         line = f"{record.levelname.capitalize()}: {record.getMessage()}"
         error = record.exc_info[1] if record.exc_info else None
+        while isinstance(error, BaseExceptionGroup) and error.exceptions:  # a task group's: say what went wrong
+            error = error.exceptions[0]
         if error is not None:
             first = next(iter(str(error).splitlines()), "")
             line += f" ({type(error).__name__}: {first})" if first else f" ({type(error).__name__})"
