@@ -60,6 +60,13 @@ def visible_statement(sql: str) -> str:
     return "".join(shown)
 
 
+def visible_line(text: str) -> str:
+    """`text` as one line of a question: shown as `visible_statement` shows a statement, with its line breaks named
+    too, so that what comes from the database (an error message, a table's name) cannot begin a line of its own
+    that reads as one of SafeDB's (`Impact: ... holds for exactly 1 row`)."""
+    return visible_statement(text).replace("\n", "⟨U+000A⟩")
+
+
 async def visible_statement_soon(sql: str) -> str:
     """`visible_statement` from the event loop: in a worker thread for a long text that is not plain ASCII, whose
     characters it looks at one by one (0.8 s for a million), which would hold up every other call."""

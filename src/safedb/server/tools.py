@@ -12,7 +12,7 @@ from mcp_types import CallToolResult, InputRequiredResult
 from pydantic import Field
 
 from safedb import wording
-from safedb.approval.display import visible_statement_soon
+from safedb.approval.display import visible_line, visible_statement_soon
 from safedb.approval.verification import Decision, Verdict, decide
 from safedb.audit import AuditDecision, AuditStore, AuditWriteFailed, decision_for_verdict
 from safedb.db.backend import Impact, TableDescription
@@ -28,7 +28,7 @@ from safedb.server.web_channel import (
     client_can_open_urls,
 )
 from safedb.settings import Channel
-from safedb.sql.classification import Classification
+from safedb.sql.classification import ChangeCategory, Classification
 
 logger = logging.getLogger(__name__)
 
@@ -52,6 +52,11 @@ NO_APPROVAL_PAGE = (
     "stdio) to approve changes; read-only queries work here."
 )
 
+_STATEMENT_INDENT = "    "
+_UNBOUND = (
+    "An approval does not hold this statement to a number of rows (no count was made that it could be held to): "
+    "it changes as many as it does when it runs."
+)
 _FAILED_VERDICTS = frozenset({Verdict.BLOCKED, Verdict.INVALID, Verdict.TIMED_OUT})
 
 
@@ -233,8 +238,10 @@ class SafeDBTools:
         try:
             impact = await served.database.preview(classification)
         except SafeDBError as exc:
-            return Impact(lines=(f"preview unavailable ({exc})",))
+            impact = Impact(lines=(f"preview unavailable ({exc})",))
         if impact.rows_affected is None:
+            if ChangeCategory.DATA in classification.categories:
+                return replace(impact, lines=(*impact.lines, _UNBOUND))
             return impact
         rows = wording.rows(impact.rows_affected)
         holds = (
@@ -244,19 +251,22 @@ class SafeDBTools:
         return replace(impact, lines=(*impact.lines, holds))
 
     async def _prompt(self, served: ServedTarget, classification: Classification) -> Prompt:
+        # The statement's later lines are indented, and names and messages from the database shown on one line
+        # each: nothing the statement or the database says can pass for a line of SafeDB's own below.
+        statement = await visible_statement_soon(classification.statement)
         lines = [
             "SafeDB needs your approval before running a statement that changes the database.",
             "",
-            f"Statement: {await visible_statement_soon(classification.statement)}",
-            f"Change: {classification.summary}",
-            "Touches: " + ", ".join(str(target) for target in classification.touched),
+            "Statement: " + statement.replace("\n", "\n" + _STATEMENT_INDENT),
+            f"Change: {visible_line(classification.summary)}",
+            "Touches: " + visible_line(", ".join(str(target) for target in classification.touched)),
         ]
         if any(change.via or change.detail for change in classification.changes):
-            lines.append("Details: " + "; ".join(classification.change_lines))
+            lines.append("Details: " + visible_line("; ".join(classification.change_lines)))
         if classification.runs:  # the code the approval covers, writing or not: other code stops the approved run
-            lines.append("Runs the code of (triggers, views): " + ", ".join(classification.runs))
+            lines.append("Runs the code of (triggers, views): " + visible_line(", ".join(classification.runs)))
         impact = await self._impact(served, classification)
-        lines.extend(f"Impact: {line}" for line in impact.lines)
+        lines.extend(f"Impact: {visible_line(line)}" for line in impact.lines)
         lines.append(f"Target: {served.name} ({served.target.environment}, {served.database.label})")
         lines.append("")
         rules = served.rules

@@ -10,7 +10,7 @@ from pygments.formatters import HtmlFormatter
 from pygments.lexers import SqlLexer
 
 from safedb.approval.board import WebApproval
-from safedb.approval.display import visible_statement
+from safedb.approval.display import visible_line, visible_statement
 
 _STYLE = """
 body { font-family: system-ui, sans-serif; max-width: 56rem; margin: 2rem auto; padding: 0 1rem; color: #1b1b1b; }
@@ -40,11 +40,13 @@ def highlighted_sql(sql: str) -> str:
 
 def approval_page(approval: WebApproval, csrf: str, min_justification: int) -> str:
     classification = approval.classification
-    changes = "".join(f"<li>{escape(str(change))}</li>" for change in classification.changes)
+    # Names and messages from the database, shown as the form's question shows them (no bidi reordering).
+    changes = "".join(f"<li>{escape(visible_line(str(change)))}</li>" for change in classification.changes)
     # The code the approval covers, writing or not: other code stops the approved run (as in the form's question).
     runs = ", ".join(escape(visible_statement(name)) for name in classification.runs)
     code = f"<dt>Runs the code of</dt><dd id=runs>{runs} (triggers, views)</dd>" if runs else ""
-    impact = "".join(f"<li>{escape(line)}</li>" for line in approval.impact.lines) or "<li>No preview.</li>"
+    impact = "".join(f"<li>{escape(visible_line(line))}</li>" for line in approval.impact.lines)
+    impact = impact or "<li>No preview.</li>"
     production = approval.environment == "production"
     warning = (
         f"<p class=warning>This is a <strong>production</strong> database. Approving needs a justification of at "
@@ -57,7 +59,7 @@ def approval_page(approval: WebApproval, csrf: str, min_justification: int) -> s
 {warning}
 <div id=statement>{highlighted_sql(visible_statement(classification.statement))}</div>
 <dl>
-<dt>Change</dt><dd id=classification>{escape(classification.summary)}</dd>
+<dt>Change</dt><dd id=classification>{escape(visible_line(classification.summary))}</dd>
 <dt>What it does</dt><dd><ul>{changes}</ul></dd>
 {code}
 <dt>Impact</dt><dd><ul id=impact>{impact}</ul></dd>
@@ -80,7 +82,7 @@ def pending_page(approvals: list[WebApproval]) -> str:
     if not approvals:
         return page("SafeDB approvals", "<h1>Pending approvals</h1><p id=empty>Nothing is waiting.</p>")
     rows = "".join(
-        f"<tr><td>{escape(a.target)}</td><td>{escape(a.classification.summary)}</td>"
+        f"<tr><td>{escape(a.target)}</td><td>{escape(visible_line(a.classification.summary))}</td>"
         f"<td><code>{escape(_shorten(visible_statement(a.classification.statement)))}</code></td>"
         f"<td>{escape(visible_statement(a.caller))}</td>"
         f"<td>{escape(_time(a.created))}</td>"
