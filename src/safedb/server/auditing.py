@@ -56,6 +56,11 @@ class CallAudit:
     def request_id(self) -> str:
         return uuid.uuid4().hex
 
+    @property
+    def asked(self) -> bool:
+        """Whether this call put a question (and recorded it as requested)."""
+        return self._asked
+
     def classified(self, classification: Classification) -> None:
         self._classification = classification
 

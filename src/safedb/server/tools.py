@@ -16,11 +16,12 @@ from safedb.approval.display import visible_line, visible_statement_soon
 from safedb.approval.verification import Decision, Verdict, decide
 from safedb.audit import AuditDecision, AuditStore, AuditWriteFailed, decision_for_verdict
 from safedb.db.backend import Impact, TableDescription
-from safedb.errors import DeniedByPolicy, QueryFailed, SafeDBError
+from safedb.errors import ApprovalReused, DeniedByPolicy, QueryFailed, SafeDBError
 from safedb.server.auditing import CallAudit, describe_caller
 from safedb.server.elicitation import ApprovalChannel, Prompt, Question, Reply, client_can_elicit
 from safedb.server.rendering import error_result, format_table, rows_result, text_result, write_result
 from safedb.server.targets import ServedTarget, ServedTargets, UnknownTarget
+from safedb.server.unanswered import UnansweredQuestions
 from safedb.server.web_channel import (
     WebApprovalChannel,
     WebQuestion,
@@ -82,6 +83,7 @@ class SafeDBTools:
         self.channel = channel
         self.web_channel = web_channel
         self.text_rows = text_rows
+        self.unanswered = UnansweredQuestions(audit, web_channel.board)
 
     async def execute_query(
         self,
@@ -134,18 +136,26 @@ class SafeDBTools:
         except anyio.get_cancelled_exc_class():
             await audit.abandoned()
             raise
+        if isinstance(reply, InputRequiredResult) and audit.asked:  # a 2026-07-28 question went out
+            self.unanswered.asked(audit.request_id, served.target.policy.approval_timeout)
         if isinstance(reply, CallToolResult | InputRequiredResult):
             return reply
+        self.unanswered.answered(reply.request_id)
         audit.request_id = reply.request_id
         decision = decide(reply.answer, reply.verification, served.rules)
         answered = reply.verification
         with anyio.CancelScope(shield=True):  # see `_run`
-            await audit.record_answer(
-                decision_for_verdict(decision.verdict),
-                justification=answered.justification if answered else None,
-                environment=answered.environment if answered else None,
-                error=None if decision.approved else decision.reason,
-            )
+            try:
+                await audit.record_answer(
+                    decision_for_verdict(decision.verdict),
+                    justification=answered.justification if answered else None,
+                    environment=answered.environment if answered else None,
+                    error=None if decision.approved else decision.reason,
+                )
+            except ApprovalReused:
+                if decision.verdict is not Verdict.TIMED_OUT:
+                    raise
+                return _decision_result(decision)  # a late answer: its question is already recorded as timed out
             if decision.approved:
                 result = await self._run(served, classification, audit, reply.rows_shown)
             else:
