@@ -14,21 +14,29 @@ from mcp.server.mcpserver import Context
 
 from safedb.audit import AnswerCheck, AuditDecision, AuditEvent, AuditStore, AuditWriteFailed, QuestionNotRecorded
 from safedb.errors import ApprovalReused
+from safedb.server.elicitation import uses_input_required
 from safedb.sql.classification import Classification
 
 logger = logging.getLogger(__name__)
 
 ABANDONED = "The call was cancelled while its question waited (the client gave up, or the server stopped)."
 
+CALLER_CHARACTERS = 200
+"""Characters of a client's name and version kept in the audit log."""
+
 # Seconds a cancelled call may take to record that it was cancelled before it ends anyway.
 _ABANDON_RECORD_SECONDS = 5.0
 
 
 def describe_caller(ctx: Context[Any, Any]) -> str:
-    """The client as it introduced itself (name and version), plus its session when there is one."""
+    """The client as it introduced itself (name and version, cut short past `CALLER_CHARACTERS`: it is on every
+    record of the call), plus its session when there is one."""
     params = ctx.session.client_params
     name = f"{params.client_info.name} {params.client_info.version}" if params is not None else "unnamed client"
-    session_id = (ctx.headers or {}).get("mcp-session-id")
+    if len(name) > CALLER_CHARACTERS:
+        name = f"{name[:CALLER_CHARACTERS]}... ({len(name):,} characters)"
+    # 2026-07-28 has no sessions: a session id there is whatever the request's header says, which nothing checks.
+    session_id = None if uses_input_required(ctx) else (ctx.headers or {}).get("mcp-session-id")
     return f"{name} (session {session_id})" if session_id else name
 
 
