@@ -21,6 +21,9 @@ from safedb.sql.structure import says_replace
 Authorizer = Callable[[int, str | None, str | None, str | None, str | None], int]
 
 _WRITES_ROWS = frozenset({ChangeKind.INSERT, ChangeKind.UPDATE, ChangeKind.REPLACE, ChangeKind.UPSERT})
+_REWRITES_REFERENCES = frozenset({ChangeKind.RENAME, ChangeKind.ALTER})
+"""Renaming a table or a column rewrites the triggers, views and indexes that name it."""
+_DEFINITIONS = "SELECT type, name, sql FROM {schema}.sqlite_schema WHERE sql IS NOT NULL"
 
 
 def measure_impact(
@@ -38,7 +41,11 @@ def measure_impact(
     if set(classification.categories) == {ChangeCategory.DATA}:
         with dry_run_in_memory(connection):
             return _dry_run(connection, classification, authorizer)
-    return Impact(lines=tuple(_schema_lines(connection, classification)))
+    lines = _schema_lines(connection, classification)
+    if any(change.kind in _REWRITES_REFERENCES for change in classification.changes):
+        with dry_run_in_memory(connection):
+            lines.extend(_rewritten_definitions(connection, classification, authorizer))
+    return Impact(lines=tuple(lines))
 
 
 def rows_changed(connection: sqlite3.Connection, total_before: int) -> int:
@@ -132,6 +139,11 @@ def _schema_lines(connection: sqlite3.Connection, classification: Classification
     lines = []
     for change in classification.changes:
         target = change.target
+        if change.kind is ChangeKind.DROP and target.type is ObjectType.VIRTUAL_TABLE:
+            # Counted through its module (an FTS index, an R-tree): what the table holds is what goes.
+            if (count := _row_count(connection, target.name, target.schema)) is not None:
+                lines.append(f"DROP VIRTUAL TABLE {target.name}: {wording.rows(count)} will be lost.")
+            continue
         if target.type is not ObjectType.TABLE or change.kind in (ChangeKind.CREATE, ChangeKind.ANALYZE):
             continue
         count = _row_count(connection, target.name, target.schema)
@@ -142,6 +154,45 @@ def _schema_lines(connection: sqlite3.Connection, classification: Classification
         else:
             lines.append(f"{str(change.kind).upper()} {target}: the table holds {wording.rows(count)}.")
     return lines
+
+
+def _rewritten_definitions(
+    connection: sqlite3.Connection, classification: Classification, authorizer: Callable[[], Authorizer]
+) -> list[str]:
+    """The other objects whose definitions the statement rewrites (SQLite renames a table or a column in the triggers,
+    views and indexes that name it), found by running it within a transaction that is rolled back."""
+    schemas = sorted({change.target.schema or "main" for change in classification.changes})
+
+    def definitions() -> dict[tuple[str, str, str], str]:
+        return {
+            (schema, kind, name): sql
+            for schema in schemas
+            for kind, name, sql in connection.execute(_DEFINITIONS.format(schema=quote_identifier(schema)))
+        }
+
+    connection.execute("BEGIN IMMEDIATE")
+    try:
+        before = definitions()
+        connection.set_authorizer(authorizer())
+        drain(connection.execute(classification.statement))
+        connection.set_authorizer(None)
+        after = definitions()
+    except sqlite3.Error as exc:
+        if was_stopped(exc):
+            raise
+        return [f"Which other definitions it rewrites could not be checked (SQLite reported: {exc})."]
+    except MemoryError:
+        return [f"Which other definitions it rewrites could not be checked (SQLite reported: {OUT_OF_MEMORY})."]
+    finally:
+        connection.set_authorizer(None)
+        roll_back(connection)
+    changed = {(change.target.schema or "main", change.target.name.casefold()) for change in classification.changes}
+    rewritten = [
+        f"{kind} {name}"
+        for (schema, kind, name), sql in before.items()
+        if (schema, name.casefold()) not in changed and after.get((schema, kind, name), sql) != sql
+    ]
+    return [f"Also rewrites the definitions of: {', '.join(rewritten)}."] if rewritten else []
 
 
 def _row_count(connection: sqlite3.Connection, table: str, schema: str | None) -> int | None:
