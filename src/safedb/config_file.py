@@ -77,6 +77,8 @@ class ServerSection(BaseModel):
     progress_interval: float = Field(default=10.0, gt=0)
     public_url: str | None = None
     approvers: list[ApproverSection] = []
+    max_sessions: int = Field(default=10_000, ge=1)
+    session_idle_timeout: float = Field(default=1800.0, gt=0, allow_inf_nan=False)
 
 
 class LimitsSection(BaseModel):
@@ -155,6 +157,8 @@ def _settings(config: ConfigFile, base: Path) -> Settings:
         ),
         approvers=tuple(Approver(a.name, a.password_hash) for a in server.approvers),
         public_url=server.public_url,
+        max_sessions=server.max_sessions,
+        session_idle_timeout=server.session_idle_timeout,
     )
     return dataclasses.replace(settings, data_dir=_path(server.data_dir, base)) if server.data_dir else settings
 

@@ -121,6 +121,11 @@ class Settings:
     """Who may decide on the approval page (targets whose channel is `web`)."""
     public_url: str | None = None
     """The server's address as approvers' browsers reach it, for approval links; None: as the client called it."""
+    max_sessions: int = 10_000
+    """Handshake-era HTTP sessions open at once; past it, new ones are refused until one closes."""
+    session_idle_timeout: float = 1800.0
+    """Seconds a handshake-era HTTP session may sit with no request before it is closed (a question waiting for a
+    person is a request); its client then opens a new one."""
 
     @property
     def audit_location(self) -> str | Path:

@@ -98,7 +98,13 @@ async def serve(
 
 async def serve_http(server: MCPServer, settings: Settings, listener: socket.socket) -> None:
     """Serve Streamable HTTP at /mcp on an already bound socket."""
-    app = WithoutResumption(server.streamable_http_app(host=settings.host))
+    app = WithoutResumption(
+        server.streamable_http_app(
+            host=settings.host,
+            max_sessions=settings.max_sessions,
+            session_idle_timeout=settings.session_idle_timeout,
+        )
+    )
     # asgi3: uvicorn would take `WithoutResumption`, whose __call__ is not a coroutine function, for ASGI 2.
     config = uvicorn.Config(app, log_level="warning", lifespan="on", interface="asgi3")
     await uvicorn.Server(config).serve(sockets=[listener])
