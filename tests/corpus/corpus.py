@@ -166,8 +166,9 @@ def check_declined_outcome(case: Case, result: CallToolResult, responder: Respon
         assert len(responder.asked) == 1, f"a change ran without asking: {text}"
         question = responder.asked[0]
         assert isinstance(question, ElicitRequestFormParams)
-        # Shown and recorded as it runs: empty statements after it (`;;`) are left out.
-        assert case.sql.strip().rstrip(_SEPARATORS) in question.message
+        # Shown and recorded as it runs: empty statements after it (`;;`) are left out, and its later lines are
+        # indented in the question.
+        assert case.sql.strip().rstrip(_SEPARATORS).replace("\n", "\n    ") in question.message
         if case.kinds is not None:
             assert asked_kinds(question) == case.kinds, question.message
         assert structured.get("status") == "declined", text
