@@ -37,7 +37,6 @@ class DefaultResultType:
         self._transport = transport
         self._version = version
         self._server = server
-        self._left_out: set[tuple[Any, str]] = set()
 
     async def __aenter__(self) -> Any:
         read, write = await self._transport.__aenter__()
