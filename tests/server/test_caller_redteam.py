@@ -7,7 +7,6 @@ Real clients over HTTP against `safedb serve`; the audit log is read from its fi
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import httpx2
@@ -18,17 +17,9 @@ from mcp_types import Implementation
 
 from safedb.audit import AuditQuery, SqliteAuditStore
 from safedb.server.auditing import CALLER_CHARACTERS
-from tests.helpers import Responder, ServerProcess, safedb_serve, scratch_table
+from tests.helpers import Responder, ServerProcess, scratch_table
 
 pytestmark = pytest.mark.anyio
-
-
-@pytest.fixture
-def served(tmp_path: Path) -> Iterator[tuple[ServerProcess, Path]]:
-    database = tmp_path / "app.db"
-    database.touch()
-    with safedb_serve(database) as server:
-        yield server, database
 
 
 def callers(database: Path) -> list[str | None]:
@@ -36,8 +27,8 @@ def callers(database: Path) -> list[str | None]:
         return [record.caller for record in audit.records(AuditQuery(limit=None))]
 
 
-async def test_a_session_header_on_2026_07_28_does_not_name_the_caller(served: tuple[ServerProcess, Path]) -> None:
-    server, database = served
+async def test_a_session_header_on_2026_07_28_does_not_name_the_caller(own_server: tuple[ServerProcess, Path]) -> None:
+    server, database = own_server
     table = scratch_table(database)
     async with httpx2.AsyncClient(headers={"mcp-session-id": "alice-laptop"}) as http:
         transport = streamable_http_client(server.url, http_client=http)
@@ -50,8 +41,8 @@ async def test_a_session_header_on_2026_07_28_does_not_name_the_caller(served: t
 
 
 @pytest.mark.parametrize("mode", ["legacy", "auto"])
-async def test_a_huge_client_name_is_cut_short_in_the_log(served: tuple[ServerProcess, Path], mode: str) -> None:
-    server, database = served
+async def test_a_huge_client_name_is_cut_short_in_the_log(own_server: tuple[ServerProcess, Path], mode: str) -> None:
+    server, database = own_server
     table = scratch_table(database)
     info = Implementation(name="x" * 100_000, version="1.0")
     responder = Responder(action="decline")

@@ -12,6 +12,10 @@ from safedb.approval.display import readable_length
 
 Environment = Literal["Development", "Staging", "Production"]
 
+JUSTIFICATION_MAX_CHARS = 2000
+"""The longest justification an answer may give: every answer is kept in the audit log, which a client must not
+be able to fill with megabytes of text."""
+
 
 class SafetyVerification(BaseModel):
     """The answer SafeDB asks for before a statement that changes anything."""
@@ -22,7 +26,11 @@ class SafetyVerification(BaseModel):
     confirm: StrictBool = Field(title="Run this statement?", description="Must be true for the statement to run.")
     justification: str = Field(
         title="Justification",
-        description="Why this change is needed. Production changes need at least 10 characters.",
+        description=(
+            f"Why this change is needed, in at most {JUSTIFICATION_MAX_CHARS:,} characters. Production changes need "
+            "at least 10 characters."
+        ),
+        max_length=JUSTIFICATION_MAX_CHARS,
     )
     environment: Environment = Field(
         title="Environment", description="The environment you intend to change: Development, Staging or Production."
@@ -96,7 +104,12 @@ def decide(answer: Answer, verification: SafetyVerification | None, rules: Appro
             Verdict.TIMED_OUT, "No answer came in time, so the request was cancelled. The statement was not run."
         )
     if verification is None:
-        return Decision(Verdict.INVALID, "The answer did not match the SafetyVerification form. Nothing was run.")
+        return Decision(
+            Verdict.INVALID,
+            "The answer did not match the SafetyVerification form (confirm true or false, a justification of at most "
+            f"{JUSTIFICATION_MAX_CHARS:,} characters, and an environment: Development, Staging or Production). "
+            "Nothing was run.",
+        )
     if not verification.confirm:
         return Decision(
             Verdict.NOT_CONFIRMED,

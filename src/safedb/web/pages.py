@@ -11,6 +11,7 @@ from pygments.lexers import SqlLexer
 
 from safedb.approval.board import WebApproval
 from safedb.approval.display import visible_line, visible_statement
+from safedb.approval.verification import JUSTIFICATION_MAX_CHARS
 
 _STYLE = """
 body { font-family: system-ui, sans-serif; max-width: 56rem; margin: 2rem auto; padding: 0 1rem; color: #1b1b1b; }
@@ -71,7 +72,8 @@ def approval_page(approval: WebApproval, csrf: str, min_justification: int) -> s
 <input type=hidden name=t value="{escape(approval.link_token)}">
 <input type=hidden name=csrf value="{escape(csrf)}">
 <label for=justification>Your justification</label>
-<textarea id=justification name=justification required minlength="{min_justification if production else 1}"></textarea>
+<textarea id=justification name=justification required minlength="{min_justification if production else 1}"
+ maxlength="{JUSTIFICATION_MAX_CHARS}"></textarea>
 <p><button class=approve name=decision value=approve>Approve</button>
 <button class=reject name=decision value=reject formnovalidate>Reject</button></p>
 </form>"""
