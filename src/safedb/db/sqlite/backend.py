@@ -37,6 +37,7 @@ from safedb.db.sqlite.known_statements import KnownStatements
 from safedb.db.sqlite.row_limit import execute_read
 from safedb.errors import InvalidStatement, QueryFailed, QueryTimeout, RowCountChanged
 from safedb.inline_work import INLINE_BUDGET, INLINE_STATEMENT_CHARS, LONG_STATEMENT_CHARS, RecentDuration
+from safedb.memory import release_memory
 from safedb.sql.classification import MAX_STATEMENT_CHARS, ChangeCategory, ChangeKind, Classification, ObjectType
 from safedb.sql.policy import file_path
 from safedb.sql.sqlite_actions import (
@@ -120,10 +121,9 @@ def approved_only(approved: Classification, shadow_tables: frozenset[str]) -> Au
 
 class SqliteDatabase:
     """One SQLite file: a small pool of read-only readers and as many inspectors (read-only connections
-    that classify statements, kept apart so that the readers keep their prepared statements) and one more
-    inspector for the longest statements (`LONG_STATEMENT_CHARS`), and one writer, used from worker
-    threads; and one more of each for short work on the event loop's thread (`INLINE_BUDGET`), which
-    never wait for a lock.
+    that classify statements, kept apart so that the readers keep their prepared statements), and one writer,
+    used from worker threads; one more of each for short work on the event loop's thread (`INLINE_BUDGET`),
+    which never wait for a lock; and one more of each for the longest statements (`LONG_STATEMENT_CHARS`).
 
     Work runs on the event loop's thread first when it is short: reads and dry runs that finish within
     the budget, classification of short statements, and approved changes while changes have lately been
@@ -141,8 +141,13 @@ class SqliteDatabase:
         self._all_inspectors = [connections.open_inspector(path) for _ in range(readers)]
         self._readers = _pool(self._all_readers)
         self._inspectors = _pool(self._all_inspectors)
-        self._long_statement_inspector = connections.open_inspector(path)
+        # The longest statements are classified, read, dry-run and run one at a time, on connections that keep
+        # no prepared statements (see `connections._connect`), and never on the event loop's.
+        self._long_statement_inspector = connections.open_inspector(path, keeps_statements=False)
         self._long_statement_inspectors = _pool([self._long_statement_inspector])
+        self._long_statement_reader = connections.open_reader(path, keeps_statements=False)
+        self._long_statement_readers = _pool([self._long_statement_reader])
+        self._long_statement_writer = connections.open_writer(path, keeps_statements=False)
         self._inline_reader = connections.open_reader(path, on_event_loop=True)
         self._inline_inspector = connections.open_inspector(path, on_event_loop=True)
         self._writer = connections.open_writer(path)
@@ -218,10 +223,10 @@ class SqliteDatabase:
                     self._inline_inspector, lambda connection: self._classify(connection, sql, on_event_loop=True)
                 )
 
-        inspectors = self._long_statement_inspectors if len(sql) > LONG_STATEMENT_CHARS else self._inspectors
+        inspectors = self._long_statement_inspectors if _is_long(sql) else self._inspectors
 
         def work() -> Classification:
-            with _session_from(inspectors, self.limits.statement_timeout) as connection:
+            with _memory_released_after(sql), _session_from(inspectors, self.limits.statement_timeout) as connection:
                 return self._classify(connection, sql)
 
         return await self._in_thread(work, self.limits.statement_timeout)
@@ -266,7 +271,7 @@ class SqliteDatabase:
                 columns = [column[0] for column in cursor.description or ()]
                 return fetch_capped(cursor, columns, self.limits)
 
-        if _short_steps_only(classification) and not self._known_statements.long_running(classification.statement):
+        if self._inline_first(classification):
             try:
                 return self._inline(self._inline_reader, run)
             except QueryTimeout:
@@ -274,8 +279,11 @@ class SqliteDatabase:
             except QueryFailed:
                 pass  # a lock, or an error that the worker thread will report
 
+        statement = classification.statement
+        readers = self._long_statement_readers if _is_long(statement) else self._readers
+
         def work() -> ResultSet:
-            with _session_from(self._readers, self.limits.statement_timeout) as connection:
+            with _memory_released_after(statement), _session_from(readers, self.limits.statement_timeout) as connection:
                 return run(connection)
 
         return await self._in_thread(work, self.limits.statement_timeout)
@@ -286,12 +294,17 @@ class SqliteDatabase:
                 connection, classification, lambda: approved_only(classification, shadow_table_names(connection))
             )
 
-        if _short_steps_only(classification) and not self._known_statements.long_running(classification.statement):
+        if self._inline_first(classification):
             with contextlib.suppress(QueryFailed):  # a lock, or past the budget: in a worker thread
                 return self._inline(self._inline_writer, measure, self.limits.preview_timeout)
 
+        writer = self._writer_for(classification.statement)
+
         def work() -> Impact:
-            with self._writer.session(self.limits.preview_timeout) as connection:
+            with (
+                _memory_released_after(classification.statement),
+                writer.session(self.limits.preview_timeout) as connection,
+            ):
                 return measure(connection)
 
         return await self._in_thread(work, self.limits.preview_timeout)
@@ -300,12 +313,7 @@ class SqliteDatabase:
         def run(connection: sqlite3.Connection) -> WriteOutcome:
             return self._run_approved(connection, approved, approved_rows)
 
-        if (
-            _in_transaction(approved)
-            and _short_steps_only(approved)
-            and not self._known_statements.long_running(approved.statement)
-            and self._recent_writes.within_budget()
-        ):
+        if _in_transaction(approved) and self._inline_first(approved) and self._recent_writes.within_budget():
             # Rolled back when it fails: a lock, past the budget, or an error the worker thread will report.
             try:
                 with self._recent_writes.timing():
@@ -315,14 +323,29 @@ class SqliteDatabase:
             except QueryFailed:
                 pass
 
+        writer = self._writer_for(approved.statement)
+
         def work() -> WriteOutcome:
             with (
+                _memory_released_after(approved.statement),
                 _new_files_kept_on_success(approved),
-                self._writer.session(self.limits.statement_timeout) as connection,
+                writer.session(self.limits.statement_timeout) as connection,
             ):
                 return run(connection)
 
         return await self._in_thread(work, None)
+
+    def _inline_first(self, classification: Classification) -> bool:
+        """Whether to try work on the statement on the event loop's thread first (see the class)."""
+        statement = classification.statement
+        return (
+            _short_steps_only(classification)
+            and not _is_long(statement)
+            and not self._known_statements.long_running(statement)
+        )
+
+    def _writer_for(self, statement: str) -> GuardedConnection:
+        return self._long_statement_writer if _is_long(statement) else self._writer
 
     def _run_approved(
         self, connection: sqlite3.Connection, approved: Classification, approved_rows: int | None
@@ -398,8 +421,8 @@ class SqliteDatabase:
 
     async def aclose(self) -> None:
         inline = (self._inline_reader, self._inline_inspector, self._inline_writer)
-        long_statements = self._long_statement_inspector
-        for connection in (*self._all_readers, *self._all_inspectors, long_statements, *inline, self._writer):
+        long_statements = (self._long_statement_inspector, self._long_statement_reader, self._long_statement_writer)
+        for connection in (*self._all_readers, *self._all_inspectors, *long_statements, *inline, self._writer):
             connection.close()
 
 
@@ -445,6 +468,20 @@ def _nests_deeply(statement: str) -> bool:
     # Each level opens a parenthesis: a text with few cannot nest deeply (the common case, without tokenizing).
     few = statement.count("(") <= _SUBQUERY_DEPTH_ON_EVENT_LOOP
     return not few and subquery_depth(statement) > _SUBQUERY_DEPTH_ON_EVENT_LOOP
+
+
+def _is_long(statement: str) -> bool:
+    return len(statement) > LONG_STATEMENT_CHARS
+
+
+@contextmanager
+def _memory_released_after(statement: str) -> Iterator[None]:
+    """Hand the memory that work on one of the longest statements took back to the system once it is done."""
+    try:
+        yield
+    finally:
+        if _is_long(statement):
+            release_memory()
 
 
 def _short_steps_only(classification: Classification) -> bool:

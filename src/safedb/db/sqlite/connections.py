@@ -262,19 +262,21 @@ def dry_run_in_memory(connection: sqlite3.Connection) -> Iterator[None]:
             connection.execute(f"PRAGMA cache_spill = {int(cache_spill)}")
 
 
-def open_reader(path: Path, *, on_event_loop: bool = False) -> GuardedConnection:
-    """A connection that runs read-only statements, in worker threads or `on_event_loop`."""
-    return _open_read_only(path, on_event_loop)
+def open_reader(path: Path, *, on_event_loop: bool = False, keeps_statements: bool = True) -> GuardedConnection:
+    """A connection that runs read-only statements, in worker threads or `on_event_loop`. For `keeps_statements`,
+    see `_connect`."""
+    return _open_read_only(path, on_event_loop, keeps_statements)
 
 
-def open_inspector(path: Path, *, on_event_loop: bool = False) -> GuardedConnection:
+def open_inspector(path: Path, *, on_event_loop: bool = False, keeps_statements: bool = True) -> GuardedConnection:
     """A read-only connection for compiling statements under a recording authorizer (see `inspector`)."""
-    return _open_read_only(path, on_event_loop)
+    return _open_read_only(path, on_event_loop, keeps_statements)
 
 
-def _open_read_only(path: Path, on_event_loop: bool) -> GuardedConnection:
+def _open_read_only(path: Path, on_event_loop: bool, keeps_statements: bool) -> GuardedConnection:
     uri = path.resolve().as_uri() + "?mode=ro"
-    connection = _connect(uri, uri=True, busy_timeout=0 if on_event_loop else _BUSY_TIMEOUT)
+    busy_timeout = 0 if on_event_loop else _BUSY_TIMEOUT
+    connection = _connect(uri, uri=True, busy_timeout=busy_timeout, keeps_statements=keeps_statements)
     connection.execute("PRAGMA query_only = ON")
     # Rows a read sorts, groups or materializes past the page cache go to temporary files by default, which
     # MAX_SQLITE_HEAP_BYTES does not count: an endless sort wrote gigabytes of them within its time limit (on a
@@ -284,10 +286,11 @@ def _open_read_only(path: Path, on_event_loop: bool) -> GuardedConnection:
     return GuardedConnection(connection, reader_authorizer, progress_steps=steps)
 
 
-def open_writer(path: Path, *, on_event_loop: bool = False) -> GuardedConnection:
+def open_writer(path: Path, *, on_event_loop: bool = False, keeps_statements: bool = True) -> GuardedConnection:
     """A read-write connection for approved statements and their dry runs, in worker threads or
-    `on_event_loop`."""
-    connection = _connect(str(path), uri=False, busy_timeout=0 if on_event_loop else _BUSY_TIMEOUT)
+    `on_event_loop`. For `keeps_statements`, see `_connect`."""
+    busy_timeout = 0 if on_event_loop else _BUSY_TIMEOUT
+    connection = _connect(str(path), uri=False, busy_timeout=busy_timeout, keeps_statements=keeps_statements)
     return GuardedConnection(connection, None, progress_steps=_limits_for(connection, on_event_loop))
 
 
@@ -317,7 +320,11 @@ def check_database_file(path: Path) -> None:
         raise DatabaseOpenError(f"Cannot open {path} as an SQLite database: {exc}") from exc
 
 
-def _connect(target: str, *, uri: bool, busy_timeout: float) -> AuthorizerNotingConnection:
+def _connect(target: str, *, uri: bool, busy_timeout: float, keeps_statements: bool) -> AuthorizerNotingConnection:
+    """A connection with SafeDB's limits. Python keeps the last 128 statements a connection prepared, each with its
+    compiled program in SQLite's memory; without `keeps_statements` it keeps none. The connections that run the
+    longest statements keep none: a few statements of 1,000,000 characters, kept, held SQLite's whole heap
+    (`MAX_SQLITE_HEAP_BYTES`), so that every later long statement failed for want of memory."""
     try:
         connection = sqlite3.connect(
             target,
@@ -326,6 +333,7 @@ def _connect(target: str, *, uri: bool, busy_timeout: float) -> AuthorizerNoting
             check_same_thread=False,
             isolation_level=None,
             factory=AuthorizerNotingConnection,
+            cached_statements=128 if keeps_statements else 0,
         )
     except sqlite3.Error as exc:
         raise DatabaseOpenError(f"Cannot open the database: {exc}") from exc
