@@ -125,9 +125,9 @@ class SqliteDatabase:
     used from worker threads; one more of each for short work on the event loop's thread (`INLINE_BUDGET`),
     which never wait for a lock; and one more of each for the longest statements (`LONG_STATEMENT_CHARS`).
 
-    Work runs on the event loop's thread first when it is short: reads and dry runs that finish within
-    the budget, classification of short statements, and approved changes while changes have lately been
-    quick (a commit waits for the disk). Work stopped there (past the budget, or by a lock) has changed
+    Work on statements of up to `INLINE_STATEMENT_CHARS` runs on the event loop's thread first when it is short:
+    reads, dry runs and classifications that finish within the budget, and approved changes while changes have
+    lately been quick (a commit waits for the disk). Work stopped there (past the budget, or by a lock) has changed
     nothing and runs again in a worker thread: reads change nothing, and dry runs and changes run inside
     a transaction that is rolled back when they are stopped. Changes that take effect outside a
     transaction (VACUUM, ATTACH, DETACH, pragmas) always run in a worker thread."""
@@ -141,13 +141,12 @@ class SqliteDatabase:
         self._all_inspectors = [connections.open_inspector(path) for _ in range(readers)]
         self._readers = _pool(self._all_readers)
         self._inspectors = _pool(self._all_inspectors)
-        # The longest statements are classified, read, dry-run and run one at a time, on connections that keep
-        # no prepared statements (see `connections._connect`), and never on the event loop's.
-        self._long_statement_inspector = connections.open_inspector(path, keeps_statements=False)
+        # The longest statements are classified, read, dry-run and run one at a time, on connections of their own.
+        self._long_statement_inspector = connections.open_inspector(path)
         self._long_statement_inspectors = _pool([self._long_statement_inspector])
-        self._long_statement_reader = connections.open_reader(path, keeps_statements=False)
+        self._long_statement_reader = connections.open_reader(path)
         self._long_statement_readers = _pool([self._long_statement_reader])
-        self._long_statement_writer = connections.open_writer(path, keeps_statements=False)
+        self._long_statement_writer = connections.open_writer(path)
         self._inline_reader = connections.open_reader(path, on_event_loop=True)
         self._inline_inspector = connections.open_inspector(path, on_event_loop=True)
         self._writer = connections.open_writer(path)
@@ -336,11 +335,12 @@ class SqliteDatabase:
         return await self._in_thread(work, None)
 
     def _inline_first(self, classification: Classification) -> bool:
-        """Whether to try work on the statement on the event loop's thread first (see the class)."""
+        """Whether to try work on the statement on the event loop's thread first (see the class): only short texts
+        run there, as the event loop's connections keep what they compile (see `connections._KEPT_STATEMENTS`)."""
         statement = classification.statement
         return (
-            _short_steps_only(classification)
-            and not _is_long(statement)
+            len(statement) <= INLINE_STATEMENT_CHARS
+            and _short_steps_only(classification)
             and not self._known_statements.long_running(statement)
         )
 

@@ -26,6 +26,14 @@ from safedb.sql.sqlite_actions import Action, AuthorizerEvent, is_read_event
 # Connections used on the event loop's thread never wait: they must not hold it up.
 _BUSY_TIMEOUT = 5.0
 
+# How many of the statements it prepared a connection keeps, compiled, to run again without compiling them: on the
+# event loop's connections, which run statements of up to INLINE_STATEMENT_CHARS only; none on the others, whose
+# work takes long enough that compiling again costs little. Kept statements hold their programs in SQLite's memory,
+# which counts against MAX_SQLITE_HEAP_BYTES: with Python's default of 128 on every connection, seventy reads of
+# 90,000 characters (or five of 900,000) filled it, and every later statement but the shortest failed for want of
+# memory, for good.
+_KEPT_STATEMENTS = 32
+
 # How many SQLite virtual-machine steps run between two checks of the time limit. Each check is Python
 # code, so in a worker thread it must take the GIL from the busy event loop: checking too often slows
 # a long statement many times over. On the event loop's thread, checks are cheap and keep its short
@@ -262,21 +270,19 @@ def dry_run_in_memory(connection: sqlite3.Connection) -> Iterator[None]:
             connection.execute(f"PRAGMA cache_spill = {int(cache_spill)}")
 
 
-def open_reader(path: Path, *, on_event_loop: bool = False, keeps_statements: bool = True) -> GuardedConnection:
-    """A connection that runs read-only statements, in worker threads or `on_event_loop`. For `keeps_statements`,
-    see `_connect`."""
-    return _open_read_only(path, on_event_loop, keeps_statements)
+def open_reader(path: Path, *, on_event_loop: bool = False) -> GuardedConnection:
+    """A connection that runs read-only statements, in worker threads or `on_event_loop`."""
+    return _open_read_only(path, on_event_loop)
 
 
-def open_inspector(path: Path, *, on_event_loop: bool = False, keeps_statements: bool = True) -> GuardedConnection:
+def open_inspector(path: Path, *, on_event_loop: bool = False) -> GuardedConnection:
     """A read-only connection for compiling statements under a recording authorizer (see `inspector`)."""
-    return _open_read_only(path, on_event_loop, keeps_statements)
+    return _open_read_only(path, on_event_loop)
 
 
-def _open_read_only(path: Path, on_event_loop: bool, keeps_statements: bool) -> GuardedConnection:
+def _open_read_only(path: Path, on_event_loop: bool) -> GuardedConnection:
     uri = path.resolve().as_uri() + "?mode=ro"
-    busy_timeout = 0 if on_event_loop else _BUSY_TIMEOUT
-    connection = _connect(uri, uri=True, busy_timeout=busy_timeout, keeps_statements=keeps_statements)
+    connection = _connect(uri, uri=True, on_event_loop=on_event_loop)
     connection.execute("PRAGMA query_only = ON")
     # Rows a read sorts, groups or materializes past the page cache go to temporary files by default, which
     # MAX_SQLITE_HEAP_BYTES does not count: an endless sort wrote gigabytes of them within its time limit (on a
@@ -286,11 +292,10 @@ def _open_read_only(path: Path, on_event_loop: bool, keeps_statements: bool) -> 
     return GuardedConnection(connection, reader_authorizer, progress_steps=steps)
 
 
-def open_writer(path: Path, *, on_event_loop: bool = False, keeps_statements: bool = True) -> GuardedConnection:
+def open_writer(path: Path, *, on_event_loop: bool = False) -> GuardedConnection:
     """A read-write connection for approved statements and their dry runs, in worker threads or
-    `on_event_loop`. For `keeps_statements`, see `_connect`."""
-    busy_timeout = 0 if on_event_loop else _BUSY_TIMEOUT
-    connection = _connect(str(path), uri=False, busy_timeout=busy_timeout, keeps_statements=keeps_statements)
+    `on_event_loop`."""
+    connection = _connect(str(path), uri=False, on_event_loop=on_event_loop)
     return GuardedConnection(connection, None, progress_steps=_limits_for(connection, on_event_loop))
 
 
@@ -320,20 +325,18 @@ def check_database_file(path: Path) -> None:
         raise DatabaseOpenError(f"Cannot open {path} as an SQLite database: {exc}") from exc
 
 
-def _connect(target: str, *, uri: bool, busy_timeout: float, keeps_statements: bool) -> AuthorizerNotingConnection:
-    """A connection with SafeDB's limits. Python keeps the last 128 statements a connection prepared, each with its
-    compiled program in SQLite's memory; without `keeps_statements` it keeps none. The connections that run the
-    longest statements keep none: a few statements of 1,000,000 characters, kept, held SQLite's whole heap
-    (`MAX_SQLITE_HEAP_BYTES`), so that every later long statement failed for want of memory."""
+def _connect(target: str, *, uri: bool, on_event_loop: bool) -> AuthorizerNotingConnection:
+    """A connection with SafeDB's limits, for worker threads or `on_event_loop` (see `_KEPT_STATEMENTS`)."""
     try:
         connection = sqlite3.connect(
             target,
             uri=uri,
-            timeout=busy_timeout,
+            # The event loop's connections never wait for a lock: they must not hold it up.
+            timeout=0 if on_event_loop else _BUSY_TIMEOUT,
             check_same_thread=False,
             isolation_level=None,
             factory=AuthorizerNotingConnection,
-            cached_statements=128 if keeps_statements else 0,
+            cached_statements=_KEPT_STATEMENTS if on_event_loop else 0,
         )
     except sqlite3.Error as exc:
         raise DatabaseOpenError(f"Cannot open the database: {exc}") from exc
