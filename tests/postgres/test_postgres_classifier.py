@@ -290,3 +290,22 @@ def test_a_role_named_by_a_keyword_is_shown_by_that_keyword() -> None:
     (change,) = analyze_statement("DROP OWNED BY CURRENT_USER").classification.changes
 
     assert change.target.name == "current_user"
+
+
+@pytest.mark.parametrize(
+    ("sql", "lines"),
+    [
+        (
+            "TRUNCATE accounts, notes RESTART IDENTITY",
+            [
+                "truncate table accounts (and restart the sequences its columns own: new rows take old ids again)",
+                "truncate table notes (and restart the sequences its columns own: new rows take old ids again)",
+            ],
+        ),
+        ("TRUNCATE accounts CONTINUE IDENTITY", ["truncate table accounts"]),
+    ],
+)
+def test_a_truncate_says_when_it_restarts_sequences(sql: str, lines: list[str]) -> None:
+    """Found by red-teaming: the question for TRUNCATE ... RESTART IDENTITY read as a plain TRUNCATE's, though the
+    table's ids start again from their first value."""
+    assert list(analyze_statement(sql).classification.change_lines) == lines

@@ -145,6 +145,11 @@ def target(kind: object, name: QualifiedName) -> DatabaseObject:
     return DatabaseObject(ours, name.name, name.schema)
 
 
+# RESTART IDENTITY: the table's identity and serial columns start again from their first value, so new rows take
+# the ids of rows gone (which other tables, logs or caches may still name).
+_SEQUENCES_RESTARTED = "and restart the sequences its columns own: new rows take old ids again"
+
+
 def _relation(kind: ObjectType, relation: ast.RangeVar | None) -> DatabaseObject:
     name = QualifiedName.from_range_var(relation)
     return DatabaseObject(kind, name.name, name.schema)
@@ -426,7 +431,10 @@ _HANDLERS: dict[type[ast.Node], Callable[[Any], list[Change]]] = {
         ),
     ),
     ast.TruncateStmt: lambda n: [
-        Change(ChangeKind.TRUNCATE, _relation(ObjectType.TABLE, r)) for r in n.relations or ()
+        Change(
+            ChangeKind.TRUNCATE, _relation(ObjectType.TABLE, r), detail=_SEQUENCES_RESTARTED if n.restart_seqs else None
+        )
+        for r in n.relations or ()
     ],
     ast.LockStmt: lambda n: [Change(ChangeKind.LOCK, _relation(ObjectType.TABLE, r)) for r in n.relations or ()],
     ast.NotifyStmt: _simple(ChangeKind.NOTIFY, _named(ObjectType.CHANNEL, "conditionname")),
