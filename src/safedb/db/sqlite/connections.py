@@ -331,7 +331,6 @@ def _connect(target: str, *, uri: bool, on_event_loop: bool) -> AuthorizerNoting
         connection = sqlite3.connect(
             target,
             uri=uri,
-            # The event loop's connections never wait for a lock: they must not hold it up.
             timeout=0 if on_event_loop else _BUSY_TIMEOUT,
             check_same_thread=False,
             isolation_level=None,
