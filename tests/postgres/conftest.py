@@ -5,16 +5,25 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
+import anyio
 import psycopg
 import pytest
+from mcp.client.client import Client
+from mcp.client.session import ElicitationFnT
+from mcp.types import CallToolResult
 
+from safedb.audit import SqliteAuditStore
 from safedb.db.backend import Impact, QueryLimits
 from safedb.db.postgres import PostgresDatabase
 from safedb.errors import SafeDBError
+from safedb.server.app import build_server
+from safedb.settings import Settings
 from safedb.sql.classification import Classification
 from tests.conftest_postgres import fresh_database
+from tests.helpers import audit_decisions
 from tests.postgres_server import READER, WRITER, PostgresServer
 
 SETUP = (
@@ -68,6 +77,23 @@ class PgDatabase:
             return [await database.preview(await database.classify(sql)) for sql in statements]
         finally:
             await database.aclose()
+
+    async def call_execute_query(
+        self, query: str, audit_path: Path, responder: ElicitationFnT | None = None, mode: str = "auto"
+    ) -> tuple[CallToolResult, list[str]]:
+        """One `execute_query` call through SafeDB's server (in process, over this database), and the decisions its
+        audit log then holds, oldest first."""
+        audit = SqliteAuditStore.open(audit_path)
+        database = self.open()
+        try:
+            server = build_server(Settings(), {"default": database}, audit)
+            with anyio.fail_after(60):
+                async with Client(server, mode=mode, elicitation_callback=responder) as client:
+                    result = await client.call_tool("execute_query", {"query": query})
+            return result, [decision for decision, _ in audit_decisions(audit)]
+        finally:
+            await database.aclose()
+            audit.close()
 
     def rows(self, sql: str) -> list[tuple[Any, ...]]:
         with self.server.connect(self.name) as connection:

@@ -31,7 +31,7 @@ from safedb.errors import ChangedSinceQuestion, DeniedByPolicy
 from safedb.server.app import build_server
 from safedb.settings import Settings
 from safedb.sql.classification import ChangeKind, Classification
-from tests.helpers import Responder, audit_decisions
+from tests.helpers import Responder
 from tests.postgres.conftest import ENDER, FOLDED_ENDER_TABLES, PgDatabase, database_with
 from tests.postgres_server import WRITER, PostgresServer
 
@@ -318,17 +318,7 @@ async def test_through_the_server_a_trigger_added_while_asking_does_not_run(
     classified anew: its question no longer matches)."""
     _fill(pg, "staging")
     responder = _WouldDeclineATrigger(pg=pg)
-    audit = SqliteAuditStore.open(tmp_path / "audit.db")
-    database = pg.open()
-    try:
-        server = build_server(Settings(), {"default": database}, audit)
-        with anyio.fail_after(60):
-            async with Client(server, mode=mode, elicitation_callback=responder) as client:
-                result = await client.call_tool("execute_query", {"query": "TRUNCATE staging"})
-        decisions = [decision for decision, _ in audit_decisions(audit)]
-    finally:
-        await database.aclose()
-        audit.close()
+    result, decisions = await pg.call_execute_query("TRUNCATE staging", tmp_path / "audit.db", responder, mode)
 
     assert pg.rows("SELECT count(*) FROM history") == [(3,)]
     assert pg.rows("SELECT count(*) FROM staging") == [(2,)]

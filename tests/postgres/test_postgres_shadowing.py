@@ -13,20 +13,15 @@ import types
 from collections.abc import Iterator
 from pathlib import Path
 
-import anyio
 import pglast
 import pytest
-from mcp.client.client import Client
 from pglast import ast
 from pglast.visitors import Visitor
 
 import safedb.db.postgres
-from safedb.audit import SqliteAuditStore
 from safedb.db.postgres.shadowing import CATALOG_FUNCTIONS, CATALOG_OPERATORS
 from safedb.errors import QueryFailed
-from safedb.server.app import build_server
-from safedb.settings import Settings
-from tests.helpers import Responder, audit_decisions
+from tests.helpers import Responder
 from tests.postgres.conftest import PgDatabase, database_with
 from tests.postgres_server import PostgresServer
 
@@ -135,17 +130,8 @@ async def test_an_approval_given_before_the_shadow_came_runs_nothing(pg: PgDatab
 async def test_through_the_server_nothing_is_asked_or_fired(pg: PgDatabase, shadowed: str, tmp_path: Path) -> None:
     fired = _fired(pg)
     responder = Responder(action="decline")
-    audit = SqliteAuditStore.open(tmp_path / "audit.db")
-    database = pg.open()
-    try:
-        server = build_server(Settings(), {"default": database}, audit)
-        with anyio.fail_after(60):
-            async with Client(server, elicitation_callback=responder) as client:
-                result = await client.call_tool("execute_query", {"query": "DELETE FROM ledger WHERE id = 1"})
-        decisions = [decision for decision, _ in audit_decisions(audit)]
-    finally:
-        await database.aclose()
-        audit.close()
+    query = "DELETE FROM ledger WHERE id = 1"
+    result, decisions = await pg.call_execute_query(query, tmp_path / "audit.db", responder)
 
     assert result.is_error
     assert "instead of PostgreSQL's own" in result.content[0].text, result.content  # type: ignore[union-attr]

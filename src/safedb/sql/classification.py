@@ -154,6 +154,21 @@ class Change:
         return text
 
 
+@dataclass(frozen=True, order=True)
+class ThroughView:
+    """PostgreSQL: a data change of an automatically updatable view, which PostgreSQL makes in the relation the
+    view reads instead (a table, or the next view of a chain). Its triggers, rules, foreign keys and defaults run."""
+
+    kind: ChangeKind
+    view: DatabaseObject
+    beneath: DatabaseObject
+
+    @property
+    def change(self) -> Change:
+        """The change in the relation beneath, as the question shows it: `delete table public.t via view public.v`."""
+        return Change(self.kind, self.beneath, via=str(self.view))
+
+
 @dataclass(frozen=True)
 class Classification:
     """What one statement would do. No changes means the statement is read-only."""
@@ -174,6 +189,10 @@ class Classification:
     statement was classified (`schema.name`, quoted; None for none). A name found through the search path may
     mean another table later (one of that name created in a schema searched first); an approval holds only for
     the tables it was asked about."""
+    through_views: tuple[ThroughView, ...] = ()
+    """PostgreSQL: the changes the statement makes through views, to the end of each chain (their changes are among
+    `changes` too). A view redefined while a person decides changes another table; an approval holds only for the
+    tables it was asked about."""
 
     @property
     def read_only(self) -> bool:

@@ -4,13 +4,15 @@ database still is what its question showed.
 A person may take minutes to answer, and meanwhile others change the database. The approval covers the tables
 the question was about, and, when it showed a dry run's count, a change that runs no code but what that preview
 judged. Either may no longer hold: a table of the same name created in a schema the search path reaches first
-takes the name over; a trigger, rule, policy or default added to a table runs code nobody saw. Every approval
-covers the triggers, rules and event triggers its question named (`Classification.runs`), and no others.
+takes the name over; a trigger, rule, policy or default added to a table runs code nobody saw; a view redefined
+makes a change through it land in another table. Every approval covers the triggers, rules and event triggers its
+question named (`Classification.runs`), and the relations beneath the views it changes
+(`Classification.through_views`), and no others.
 """
 
 from __future__ import annotations
 
-from safedb.db.postgres import catalog
+from safedb.db.postgres import catalog, views
 from safedb.db.postgres.connections import Connection
 from safedb.db.postgres.fired_code import check_fired_unchanged, lock_changed_tables
 from safedb.db.postgres.impact import changed_since_dry_run
@@ -28,7 +30,9 @@ async def check_unchanged(
     """
     await check_names_unchanged(connection, approved)
     if statement.in_transaction:
+        # Locking a view locks what its query reads too, down its chain: neither can be redefined until the end.
         await lock_changed_tables(connection, approved)
+    await check_views_unchanged(connection, statement, approved)
     await check_fired_unchanged(connection, approved)
     # A count was shown only for a dry run of code a rollback undoes: it must still be so.
     if approved_rows is not None and (reasons := await changed_since_dry_run(connection, statement, approved)):
@@ -43,6 +47,16 @@ async def check_data_change_names(connection: Connection, approved: Classificati
     are left out: creating, dropping and renaming is what they do to names."""
     if set(approved.categories) == {ChangeCategory.DATA}:
         await check_names_unchanged(connection, approved)
+
+
+async def check_views_unchanged(connection: Connection, statement: PostgresStatement, approved: Classification) -> None:
+    """Raise ChangedSinceQuestion when a change through a view would now land elsewhere than the question showed."""
+    now = (await views.through_views(connection, statement.classification)).through
+    if set(now) == set(approved.through_views):
+        return
+    reasons = [f"it would {link.change}" for link in now if link not in approved.through_views]
+    reasons += [f"it would no longer {link.change}" for link in approved.through_views if link not in now]
+    raise ChangedSinceQuestion("; ".join(reasons))
 
 
 async def check_names_unchanged(connection: Connection, approved: Classification) -> None:

@@ -23,7 +23,7 @@ import anyio
 import psycopg
 
 from safedb.db.backend import Impact, QueryLimits, ResultSet, TableDescription, TableInfo, WriteOutcome
-from safedb.db.postgres import catalog, function_bodies
+from safedb.db.postgres import catalog, function_bodies, views
 from safedb.db.postgres.approved_run import check_data_change_names, check_unchanged
 from safedb.db.postgres.connections import (
     CLIENT_GRACE_SECONDS,
@@ -117,7 +117,10 @@ class PostgresDatabase:
                 )
                 facts = await function_bodies.judged(connection, facts)
                 meant = await catalog.resolved(connection, tables)
-                classification = statement.with_changes(function_changes(statement.functions, facts))
+                # A change of a view is made in the relations beneath it: the question names them as changed too.
+                through = (await views.through_views(connection, statement.classification)).through
+                changes = [*function_changes(statement.functions, facts), *(link.change for link in through)]
+                classification = replace(statement.with_changes(changes), through_views=through)
                 runs = await fired_code(connection, classification) if not classification.read_only else ()
         return replace(classification, resolved=meant, runs=runs)
 

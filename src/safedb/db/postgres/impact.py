@@ -22,7 +22,7 @@ import psycopg
 
 from safedb import wording
 from safedb.db.backend import Impact, QueryLimits
-from safedb.db.postgres import catalog
+from safedb.db.postgres import catalog, views
 from safedb.db.postgres.connections import (
     CLIENT_GRACE_SECONDS,
     Connection,
@@ -80,8 +80,9 @@ closure(oid) AS (
 _OBSTACLES_SQL = f"""
 WITH RECURSIVE {CLOSURE}
 SELECT c.oid::regclass::text, c.relkind::text, c.oid IN (SELECT oid FROM targets),
+       c.oid IN (SELECT to_regclass(name) FROM unnest(%(through_views)s::text[]) AS name),
        EXISTS (SELECT 1 FROM pg_trigger t WHERE t.tgrelid = c.oid AND NOT t.tgisinternal),
-       c.relhasrules,
+       EXISTS (SELECT 1 FROM pg_rewrite r WHERE r.ev_class = c.oid AND r.ev_type <> '1'),  -- not a view's own query
        c.relrowsecurity AND EXISTS (SELECT 1 FROM pg_policy p WHERE p.polrelid = c.oid),
        EXISTS (SELECT 1 FROM pg_attribute a WHERE a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped
                AND a.attidentity <> ''),
@@ -247,6 +248,7 @@ async def measure_impact(
             data_change = bool(classification.kinds) and set(classification.kinds) <= _DRY_RUN_KINDS
             obstacles: list[_Obstacle] = []
             object_lines: list[str] = []
+            view_notes: tuple[str, ...] = ()
             # The catalog lookups share one read-only session; dry runs and estimates need the writer.
             async with pools.reader() as reader, read_transaction(reader):
                 await begin_catalog_work(reader, seconds)
@@ -254,10 +256,13 @@ async def measure_impact(
                 cascades = await _cascade_lines(reader, classification)
                 if data_change:
                     obstacles = await _obstacles(reader, statement, classification)
+                    # A view PostgreSQL does not change by itself: who does, or that PostgreSQL will refuse.
+                    view_notes = (await views.through_views(reader, statement.classification)).notes
                 else:
                     object_lines = await _object_lines(reader, classification, pools)
             if data_change:
                 impact = await _data_impact(pools, statement, classification, obstacles, seconds)
+                impact = replace(impact, lines=(*impact.lines, *view_notes))
             elif changed := [kind for kind in classification.kinds if kind in _DRY_RUN_KINDS]:
                 # With a sequence, a lock or a function call besides: neither a dry run nor planning is safe.
                 verbs = ", ".join(str(kind) for kind in changed)
@@ -301,6 +306,8 @@ class _Reached(NamedTuple):
     name: str
     kind: str
     is_target: bool
+    changed_beneath: bool
+    """A view PostgreSQL changes by changing the relation beneath it, which is among the targets."""
     triggers: bool
     rules: bool
     row_security: bool
@@ -314,11 +321,13 @@ async def _obstacles(
 ) -> list[_Obstacle]:
     found: list[_Obstacle] = []
     targets = {"targets": quoted_tables(classification)}
-    cursor = await connection.execute(_OBSTACLES_SQL, targets)
+    through_views = [_quoted(link.view) for link in classification.through_views]
+    cursor = await connection.execute(_OBSTACLES_SQL, {**targets, "through_views": through_views})
     reached = [_Reached(*row) for row in await cursor.fetchall()]
     for table in reached:
-        if table.kind not in ("r", "p"):
-            # A view's own tables (their defaults, which the planner folds) are not examined here.
+        if table.kind not in ("r", "p") and not table.changed_beneath:
+            # What such a relation runs (a foreign table's handler, an INSTEAD OF trigger's function) and the tables
+            # beneath it (their defaults, which the planner folds) are not examined here.
             found.append(_Obstacle(table.name, "it is not an ordinary table", blocks_planning=True))
         if table.triggers:
             found.append(_Obstacle(table.name, "it has triggers"))

@@ -20,9 +20,9 @@ CATALOG_FUNCTIONS = frozenset({
     "array_to_string", "bool_and", "bool_or", "count", "current_schemas", "current_setting", "format_type",
     "has_schema_privilege", "has_table_privilege", "left", "length", "md5", "pg_advisory_unlock_all",
     "pg_database_size", "pg_get_expr", "pg_get_functiondef", "pg_get_ruledef", "pg_get_triggerdef", "pg_get_viewdef",
-    "pg_has_role", "pg_partition_ancestors", "pg_partition_tree", "pg_table_is_visible", "pg_total_relation_size",
-    "quote_ident", "regexp_matches", "set_config", "string_agg", "substr", "sum", "to_regclass", "to_regtype",
-    "unnest",
+    "pg_has_role", "pg_partition_ancestors", "pg_partition_tree", "pg_relation_is_updatable", "pg_table_is_visible",
+    "pg_total_relation_size", "quote_ident", "regexp_matches", "set_config", "string_agg", "substr", "sum",
+    "to_regclass", "to_regtype", "unnest",
 })  # fmt: skip
 """The functions SafeDB's catalog queries call by name (tests/postgres/test_postgres_shadowing.py keeps the list
 whole)."""
