@@ -150,8 +150,18 @@ async def test_a_table_swapped_for_a_view_while_deciding_is_not_written_through(
     assert_stopped_or_asked_anew(result, responder, database, sql)
 
 
-async def test_the_question_names_the_triggers_the_statement_runs(database: Path) -> None:
-    """Even a trigger that writes nothing is part of what is approved, so the person sees it."""
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "DELETE FROM ledger WHERE id = 1",
+        # SQLite names a WITH query as the code its reads are made in, as it names a trigger or view.
+        "WITH doomed AS (SELECT id FROM ledger WHERE id = 1) DELETE FROM ledger WHERE id IN (SELECT id FROM doomed)",
+        "WITH RECURSIVE n(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM n WHERE x < 1) DELETE FROM ledger WHERE id IN n",
+    ],
+)
+async def test_the_question_names_the_triggers_the_statement_runs(database: Path, sql: str) -> None:
+    """Even a trigger that writes nothing is part of what is approved, so the person sees it; WITH queries are no
+    triggers or views, and their reads still run when approved."""
     connection = sqlite3.connect(database)
     connection.executescript(
         "CREATE TRIGGER ledger_guard BEFORE DELETE ON ledger WHEN old.amount > 1000 BEGIN SELECT RAISE(IGNORE); END;"
@@ -160,9 +170,9 @@ async def test_the_question_names_the_triggers_the_statement_runs(database: Path
     responder = Responder()
     with safedb_serve(database) as server:
         async with Client(server.url, mode="legacy", elicitation_callback=responder) as client:
-            result = await client.call_tool("execute_query", {"query": "DELETE FROM ledger WHERE id = 1"})
+            result = await client.call_tool("execute_query", {"query": sql})
     assert not result.is_error, text(result)
-    assert "Runs the code of (triggers, views): ledger_guard" in responder.asked[0].message
+    assert "Runs the code of (triggers, views): ledger_guard\n" in responder.asked[0].message
     assert rows(database, "SELECT id FROM ledger ORDER BY id") == [(2,), (3,)]
 
 

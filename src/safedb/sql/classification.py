@@ -181,9 +181,9 @@ class Classification:
     approved statement may do only what this records; the backend enforces that when running it."""
     runs: tuple[str, ...] = ()
     """SQLite: the triggers and views whose code the statement runs, by name (what SQLite's authorizer names as
-    the source of an action), reads only included. A trigger added while a person decides runs code nobody saw,
-    even one that writes nothing (`RAISE(IGNORE)` can skip the row the question counted), so an approval holds
-    only for the code it was asked about."""
+    the source of an action, but for WITH queries, which it names so too), reads only included. A trigger added
+    while a person decides runs code nobody saw, even one that writes nothing (`RAISE(IGNORE)` can skip the row
+    the question counted), so an approval holds only for the code it was asked about."""
     resolved: tuple[tuple[str, str | None], ...] = ()
     """PostgreSQL: each table the statement names (as written, quoted) and the relation that name meant when the
     statement was classified (`schema.name`, quoted; None for none). A name found through the search path may

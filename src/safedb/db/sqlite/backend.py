@@ -77,11 +77,11 @@ def approved_only(approved: Classification, shadow_tables: frozenset[str]) -> Au
     modules (FTS, R-Tree) read and write their shadow tables, and create them with a new virtual table.
     A pragma run through its table-valued form is allowed when that pragma was approved.
 
-    Nothing, not even a read, is allowed inside a trigger or view the question did not see (`approved.runs`): a
-    trigger added since may write nothing and still change what the statement does (`RAISE(IGNORE)` skips a row).
+    Nothing, not even a read, is allowed inside a trigger, view or WITH query the question did not see: a trigger
+    added since may write nothing and still change what the statement does (`RAISE(IGNORE)` skips a row).
     """
     allowed = approved.engine_view
-    seen_code = frozenset(approved.runs)
+    seen_code = frozenset(event.source for event in allowed if isinstance(event, AuthorizerEvent) and event.source)
     pragmas = {c.target.name for c in approved.changes if c.kind is ChangeKind.PRAGMA}
     new_virtual_tables = tuple(
         f"{c.target.name}_"
