@@ -8,7 +8,9 @@ question asked about the view alone:
   estimate: "it is not an ordinary table");
 - the approved run did not check that the view still led to the table asked about: a view redefined (or a table
   replaced by a view of the same name) while the person decided changed another table, and a trigger added to the
-  base table meanwhile ran unseen.
+  base table meanwhile ran unseen;
+- nor that the functions the statement calls, itself or through the views it reads, were still those the question
+  judged: a view redefined to call a function with effects, or a function redefined to have them, ran unseen.
 
 Also: the code an INSTEAD OF trigger or an INSTEAD rule of the view runs, a view over a partitioned table, a view
 PostgreSQL cannot change (a join), and MERGE into a view (PostgreSQL 17 and later only).
@@ -271,6 +273,44 @@ async def test_an_instead_of_trigger_added_to_a_view_while_asking_does_not_run(f
     with pytest.raises(ChangedSinceQuestion, match=r"no longer delete table public\.items via view public\.items_v"):
         await _run_approved(fresh, shown)
 
+    assert _state(fresh) == before
+
+
+@pytest.mark.parametrize("counted", [False, True], ids=["uncounted", "counted"])
+@pytest.mark.parametrize(
+    "sql",
+    [
+        pytest.param("DELETE FROM items WHERE id IN (SELECT id FROM items_v)", id="a-view-it-reads"),
+        pytest.param("DELETE FROM items_v WHERE id = 1", id="a-view-it-changes"),
+    ],
+)
+async def test_a_view_redefined_to_call_a_function_while_asking_does_not_run(
+    fresh: PgDatabase, sql: str, counted: bool
+) -> None:
+    """The view still leads to the table asked about, but its query now calls a function whose effect (a sequence
+    moved) nobody was asked about."""
+    shown, impact = await _asked(fresh, sql)
+    fresh.run_as_owner("CREATE OR REPLACE VIEW items_v AS SELECT id, label FROM items WHERE next_stamp() > 0")
+    before = _state(fresh)
+
+    with pytest.raises(ChangedSinceQuestion, match=r"public\.next_stamp"):
+        await _run_approved(fresh, shown, impact.rows_affected if counted else None)
+
+    assert _state(fresh) == before
+
+
+async def test_a_function_redefined_to_have_effects_while_asking_does_not_run(fresh: PgDatabase) -> None:
+    """Judged harmless by its body when asked about; by the time the approved statement runs, it moves a sequence."""
+    harmless = "CREATE OR REPLACE FUNCTION tidy(text) RETURNS text LANGUAGE sql STABLE AS $$ SELECT upper($1) $$"
+    fresh.run_as_owner(harmless)
+    shown, _ = await _asked(fresh, "UPDATE items SET label = tidy(label) WHERE id = 1")
+    fresh.run_as_owner(harmless.replace("upper($1)", "$1 || nextval('stamps')"))
+    before = _state(fresh)
+
+    with pytest.raises(ChangedSinceQuestion, match="function tidy"):
+        await _run_approved(fresh, shown)
+
+    assert all(change.target.name != "tidy" for change in shown.changes), shown.changes
     assert _state(fresh) == before
 
 

@@ -5,16 +5,17 @@ A person may take minutes to answer, and meanwhile others change the database. T
 the question was about, and, when it showed a dry run's count, a change that runs no code but what that preview
 judged. Either may no longer hold: a table of the same name created in a schema the search path reaches first
 takes the name over; a trigger, rule, policy or default added to a table runs code nobody saw; a view redefined
-makes a change through it land in another table. Every approval covers the triggers, rules and event triggers its
-question named (`Classification.runs`), and the relations beneath the views it changes
-(`Classification.through_views`), and no others.
+makes a change through it land in another table, or calls a function nobody saw; a function redefined writes.
+Every approval covers the triggers, rules and event triggers its question named (`Classification.runs`), the
+relations beneath the views it changes (`Classification.through_views`) and the calls with effects it showed, and
+no others.
 """
 
 from __future__ import annotations
 
-from safedb.db.postgres import catalog, views
+from safedb.db.postgres import catalog, function_bodies, views
 from safedb.db.postgres.connections import Connection
-from safedb.db.postgres.fired_code import check_fired_unchanged, lock_changed_tables
+from safedb.db.postgres.fired_code import check_fired_unchanged, lock_changed_tables, lock_read_relations
 from safedb.db.postgres.impact import changed_since_dry_run
 from safedb.errors import ChangedSinceQuestion
 from safedb.sql.classification import ChangeCategory, Classification
@@ -32,7 +33,9 @@ async def check_unchanged(
     if statement.in_transaction:
         # Locking a view locks what its query reads too, down its chain: neither can be redefined until the end.
         await lock_changed_tables(connection, approved)
+        await lock_read_relations(connection, [name.quoted() for name in statement.relations])
     await check_views_unchanged(connection, statement, approved)
+    await check_calls_unchanged(connection, statement, approved)
     await check_fired_unchanged(connection, approved)
     # A count was shown only for a dry run of code a rollback undoes: it must still be so.
     if approved_rows is not None and (reasons := await changed_since_dry_run(connection, statement, approved)):
@@ -57,6 +60,18 @@ async def check_views_unchanged(connection: Connection, statement: PostgresState
     reasons = [f"it would {link.change}" for link in now if link not in approved.through_views]
     reasons += [f"it would no longer {link.change}" for link in approved.through_views if link not in now]
     raise ChangedSinceQuestion("; ".join(reasons))
+
+
+async def check_calls_unchanged(connection: Connection, statement: PostgresStatement, approved: Classification) -> None:
+    """Raise ChangedSinceQuestion when the statement would now call a function with effects its question did not
+    show: a view it reads redefined to call one, a function it calls redefined to write."""
+    await catalog.for_catalog_queries(connection)
+    calls = await function_bodies.calls_with_effects(connection, statement)
+    await catalog.with_session_settings(connection)  # for the statement itself
+    if unseen := [change for change in calls if change not in approved.changes]:
+        raise ChangedSinceQuestion(
+            "; ".join(f"it would now run code its question did not show: {change}" for change in unseen)
+        )
 
 
 async def check_names_unchanged(connection: Connection, approved: Classification) -> None:

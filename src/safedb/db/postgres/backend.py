@@ -43,7 +43,6 @@ from safedb.errors import ChangedSinceQuestion, QueryFailed, QueryTimeout, RowCo
 from safedb.inline_work import INLINE_STATEMENT_CHARS, LONG_STATEMENT_CHARS
 from safedb.sql.classification import Classification
 from safedb.sql.postgres_classifier import PostgresStatement, analyze_statement
-from safedb.sql.postgres_functions import function_changes
 
 logger = logging.getLogger(__name__)
 
@@ -107,19 +106,11 @@ class PostgresDatabase:
             async with self._pools.reader() as connection, translated_errors(seconds), read_transaction(connection):
                 await begin_catalog_work(connection, seconds)
                 await catalog.for_catalog_queries(connection)
-                # A read plans its relations; a maintenance statement runs their stored code (a change that asks
-                # anyway leaves it to its impact preview).
-                facts = await catalog.function_facts(
-                    connection,
-                    [statement],
-                    planned_code=statement.classification.read_only or statement.runs_stored_code,
-                    relations=await catalog.every_relation(connection) if statement.every_relation else (),
-                )
-                facts = await function_bodies.judged(connection, facts)
+                calls = await function_bodies.calls_with_effects(connection, statement)
                 meant = await catalog.resolved(connection, tables)
                 # A change of a view is made in the relations beneath it: the question names them as changed too.
                 through = (await views.through_views(connection, statement.classification)).through
-                changes = [*function_changes(statement.functions, facts), *(link.change for link in through)]
+                changes = [*calls, *(link.change for link in through)]
                 classification = replace(statement.with_changes(changes), through_views=through)
                 runs = await fired_code(connection, classification) if not classification.read_only else ()
         return replace(classification, resolved=meant, runs=runs)

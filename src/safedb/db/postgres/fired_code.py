@@ -77,6 +77,15 @@ async def lock_changed_tables(connection: Connection, classification: Classifica
             await connection.execute(f"LOCK TABLE {', '.join(lockable)} IN {mode} MODE")
 
 
+async def lock_read_relations(connection: Connection, relations: list[str]) -> None:
+    """Lock the tables and views `relations` (quoted names) name in ACCESS SHARE mode, as a read of them does, until
+    the transaction ends: nobody can then redefine such a view (nor those its query reads, which LOCK TABLE takes
+    too) before the statement has run. Names that mean no lockable relation are left out."""
+    cursor = await connection.execute(_LOCKABLE_SQL, {"targets": relations})
+    if lockable := [str(name) for (name,) in await cursor.fetchall()]:
+        await connection.execute(f"LOCK TABLE {', '.join(lockable)} IN ACCESS SHARE MODE")
+
+
 async def check_fired_unchanged(connection: Connection, approved: Classification) -> None:
     """Raise ChangedSinceQuestion when other triggers, rules or event triggers would run than the question named."""
     now = await fired_code(connection, approved)

@@ -33,6 +33,7 @@ from safedb.db.postgres.connections import Connection
 from safedb.inline_work import INLINE_STATEMENT_CHARS
 from safedb.sql.classification import Change, ObjectType
 from safedb.sql.postgres_bodies import Body, Unexaminable, read_body
+from safedb.sql.postgres_classifier import PostgresStatement
 from safedb.sql.postgres_functions import CatalogFunction, FunctionRef, function_changes, reached_functions
 
 MAX_EXAMINED = 64
@@ -56,6 +57,21 @@ class _Context:
     search_path: str | None = None
     owner: int | None = None
     """With its owner's rights (`SECURITY DEFINER`, or called by such a function): that owner's role."""
+
+
+async def calls_with_effects(connection: Connection, statement: PostgresStatement) -> list[Change]:
+    """The changes the functions `statement` calls may make (directly, or through the views, policies, domains and
+    casts it reaches), as they are defined now. Runs inside the caller's transaction, which has called
+    `catalog.for_catalog_queries`."""
+    facts = await catalog.function_facts(
+        connection,
+        [statement],
+        # A read plans its relations; a maintenance statement runs their stored code (a change that asks anyway
+        # leaves it to its impact preview).
+        planned_code=statement.classification.read_only or statement.runs_stored_code,
+        relations=await catalog.every_relation(connection) if statement.every_relation else (),
+    )
+    return function_changes(statement.functions, await judged(connection, facts))
 
 
 async def judged(connection: Connection, rows: list[CatalogFunction]) -> list[CatalogFunction]:
