@@ -78,6 +78,24 @@ class PgDatabase:
         finally:
             await database.aclose()
 
+    async def asked(self, sql: str) -> tuple[Classification, Impact]:
+        """The classification and the impact preview of `sql`, as its question shows them."""
+        database = self.open()
+        try:
+            classification = await database.classify(sql)
+            return classification, await database.preview(classification)
+        finally:
+            await database.aclose()
+
+    async def run_approved(self, approved: Classification, approved_rows: int | None = None) -> None:
+        """Run a statement as its approval does (held to `approved_rows`, the dry run's count, when one was shown),
+        on a server's own connections."""
+        database = self.open()
+        try:
+            await database.write(approved, approved_rows)
+        finally:
+            await database.aclose()
+
     async def call_execute_query(
         self, query: str, audit_path: Path, responder: ElicitationFnT | None = None, mode: str = "auto"
     ) -> tuple[CallToolResult, list[str]]:

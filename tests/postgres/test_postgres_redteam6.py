@@ -30,7 +30,7 @@ from safedb.db.backend import QueryLimits
 from safedb.errors import ChangedSinceQuestion, DeniedByPolicy
 from safedb.server.app import build_server
 from safedb.settings import Settings
-from safedb.sql.classification import ChangeKind, Classification
+from safedb.sql.classification import ChangeKind
 from tests.helpers import Responder
 from tests.postgres.conftest import ENDER, FOLDED_ENDER_TABLES, PgDatabase, database_with
 from tests.postgres_server import WRITER, PostgresServer
@@ -79,15 +79,6 @@ def _fill(pg: PgDatabase, table: str) -> None:
     )
 
 
-async def _run_approved(pg: PgDatabase, approved: Classification) -> None:
-    """Run a statement as its approval does (no dry run's count was shown), on a server's own connections."""
-    database = pg.open()
-    try:
-        await database.write(approved)
-    finally:
-        await database.aclose()
-
-
 async def test_a_truncate_trigger_added_after_the_question_does_not_run(pg: PgDatabase) -> None:
     _fill(pg, "staging")
     added = "CREATE TRIGGER staging_truncated AFTER TRUNCATE ON staging EXECUTE FUNCTION forget_history()"
@@ -96,7 +87,7 @@ async def test_a_truncate_trigger_added_after_the_question_does_not_run(pg: PgDa
     pg.run_as_owner(added)  # while a person decides
 
     with pytest.raises(ChangedSinceQuestion, match="staging_truncated"):
-        await _run_approved(pg, shown)
+        await pg.run_approved(shown)
 
     assert pg.rows("SELECT count(*) FROM staging") == [(2,)]
     assert pg.rows("SELECT count(*) FROM history") == [(3,)]
@@ -113,7 +104,7 @@ async def test_a_truncate_trigger_enabled_after_the_question_does_not_run(pg: Pg
     pg.run_as_owner("ALTER TABLE staging ENABLE TRIGGER staging_truncated")
 
     with pytest.raises(ChangedSinceQuestion, match="staging_truncated"):
-        await _run_approved(pg, shown)
+        await pg.run_approved(shown)
 
     assert pg.rows("SELECT count(*) FROM history") == [(3,)]
 
@@ -124,7 +115,7 @@ async def test_a_truncate_trigger_the_question_named_runs(pg: PgDatabase) -> Non
     pg.run_as_owner("CREATE TRIGGER staging_truncated AFTER TRUNCATE ON staging EXECUTE FUNCTION forget_history()")
 
     (shown,) = await pg.classifications("TRUNCATE staging")
-    await _run_approved(pg, shown)
+    await pg.run_approved(shown)
 
     assert [name.split(" (")[0] for name in shown.runs] == ["trigger staging_truncated on staging"]
     assert pg.rows("SELECT count(*) FROM staging") == [(0,)]
@@ -146,7 +137,7 @@ async def test_a_truncate_trigger_whose_function_is_replaced_after_the_question_
 
     try:
         with pytest.raises(ChangedSinceQuestion, match="keep_history"):
-            await _run_approved(pg, shown)
+            await pg.run_approved(shown)
     finally:
         pg.run_as_owner("DROP FUNCTION keep_history() CASCADE")
 
@@ -165,7 +156,7 @@ async def test_an_event_trigger_added_after_a_ddl_question_does_not_run(pg: PgDa
         admin.execute(added.encode())
     try:
         with pytest.raises(ChangedSinceQuestion, match="forget_on_alter"):
-            await _run_approved(pg, shown)
+            await pg.run_approved(shown)
     finally:
         with pg.server.connect(pg.name) as admin:
             admin.execute(b"DROP EVENT TRIGGER forget_on_alter")
@@ -193,7 +184,7 @@ async def test_code_added_after_an_uncounted_data_change_question_does_not_run(p
     pg.run_as_owner(added)
 
     with pytest.raises(ChangedSinceQuestion, match=r"counted_(deleted|forget) on counted \(.*\) would run"):
-        await _run_approved(pg, shown)
+        await pg.run_approved(shown)
 
     assert [name.split(" (")[0] for name in shown.runs] == ["trigger counted_noted on counted"]
 
@@ -368,6 +359,6 @@ async def test_an_approved_change_of_a_foreign_table_runs(pg_remote: PgDatabase)
     """PostgreSQL locks no foreign table with LOCK TABLE: the check before the run must not try to."""
     (shown,) = await pg_remote.classifications("INSERT INTO remote_landing VALUES (1)")
 
-    await _run_approved(pg_remote, shown)
+    await pg_remote.run_approved(shown)
 
     assert pg_remote.rows("SELECT id FROM landing") == [(1,)]

@@ -26,7 +26,6 @@ from typing import Any
 import pytest
 from mcp.types import ElicitRequestFormParams, ElicitRequestURLParams, ElicitResult
 
-from safedb.db.backend import Impact
 from safedb.errors import ChangedSinceQuestion, QueryFailed
 from safedb.sql.classification import Classification
 from tests.helpers import Responder
@@ -113,24 +112,6 @@ def _state(pg: PgDatabase) -> dict[str, Any]:
     } | {"stamps": pg.rows("SELECT last_value, is_called FROM stamps")}
 
 
-async def _asked(pg: PgDatabase, sql: str) -> tuple[Classification, Impact]:
-    """The classification and the impact preview of `sql`, as its question shows them."""
-    database = pg.open()
-    try:
-        classification = await database.classify(sql)
-        return classification, await database.preview(classification)
-    finally:
-        await database.aclose()
-
-
-async def _run_approved(pg: PgDatabase, approved: Classification, approved_rows: int | None = None) -> None:
-    database = pg.open()
-    try:
-        await database.write(approved, approved_rows)
-    finally:
-        await database.aclose()
-
-
 def _runs(classification: Classification) -> list[str]:
     return [name.split(" (")[0] for name in classification.runs]
 
@@ -150,7 +131,7 @@ async def test_the_question_of_a_delete_through_a_view_follows_it_to_its_table(f
     fresh.run_as_owner(_BASE_TRIGGER)
     before = _state(fresh)
 
-    classification, impact = await _asked(fresh, sql)
+    classification, impact = await fresh.asked(sql)
 
     assert "table public.items" in [str(target) for target in classification.touched], classification.changes
     assert "trigger items_noted on items" in _runs(classification)
@@ -170,7 +151,7 @@ async def test_the_question_of_a_write_through_a_view_names_its_tables_triggers(
     fresh.run_as_owner(_BASE_TRIGGER)
     before = _state(fresh)
 
-    classification, _ = await _asked(fresh, sql)
+    classification, _ = await fresh.asked(sql)
 
     assert any("table public.items via view public.items_v" in line for line in classification.change_lines)
     assert "trigger items_noted on items" in _runs(classification)
@@ -181,7 +162,7 @@ async def test_a_change_through_views_of_a_plain_table_is_counted_by_a_dry_run(f
     """No trigger, rule or untrusted code beneath: a rollback undoes the change, so the dry run counts its rows."""
     before = _state(fresh)
 
-    _, impact = await _asked(fresh, "DELETE FROM items_vv WHERE id <= 2")
+    _, impact = await fresh.asked("DELETE FROM items_vv WHERE id <= 2")
 
     assert impact.rows_affected == 2, impact.lines
     assert _state(fresh) == before
@@ -190,7 +171,7 @@ async def test_a_change_through_views_of_a_plain_table_is_counted_by_a_dry_run(f
 async def test_a_change_through_a_view_is_estimated_when_its_table_has_triggers(fresh: PgDatabase) -> None:
     fresh.run_as_owner(_BASE_TRIGGER, "ANALYZE items")
 
-    _, impact = await _asked(fresh, "DELETE FROM items_v")
+    _, impact = await fresh.asked("DELETE FROM items_v")
 
     assert any("by the planner's estimate" in line and "items: it has triggers" in line for line in impact.lines)
 
@@ -200,7 +181,7 @@ async def test_a_column_default_of_the_base_table_is_judged(fresh: PgDatabase) -
     sequence, which a dry run must not run and the question must name."""
     before = _state(fresh)
 
-    _, impact = await _asked(fresh, "INSERT INTO stamped_v (id, label) VALUES (10, 'j')")
+    _, impact = await fresh.asked("INSERT INTO stamped_v (id, label) VALUES (10, 'j')")
 
     assert impact.rows_affected is None
     assert any("next_stamp" in line and "column default" in line for line in impact.lines), impact.lines
@@ -208,7 +189,7 @@ async def test_a_column_default_of_the_base_table_is_judged(fresh: PgDatabase) -
 
 
 async def test_a_view_over_a_partitioned_table_names_its_partitions_triggers(fresh: PgDatabase) -> None:
-    classification, _ = await _asked(fresh, "DELETE FROM parted_v WHERE id = 1")
+    classification, _ = await fresh.asked("DELETE FROM parted_v WHERE id = 1")
 
     assert "trigger parted_low_noted on parted_low" in _runs(classification)
     assert "table public.parted" in [str(target) for target in classification.touched]
@@ -240,38 +221,38 @@ async def test_a_view_changed_while_asking_does_not_run(
 ) -> None:
     """Whether the approval holds for the dry run's count or for none (as after an estimate), the statement must not
     change other_items, which nobody was asked about (nor count its rows, as many as the table asked about holds)."""
-    shown, impact = await _asked(fresh, sql)
+    shown, impact = await fresh.asked(sql)
     fresh.run_as_owner(*redefine.split("; "))  # while a person decides
     before = _state(fresh)
 
     with pytest.raises(ChangedSinceQuestion, match="other_items"):
-        await _run_approved(fresh, shown, impact.rows_affected if counted else None)
+        await fresh.run_approved(shown, impact.rows_affected if counted else None)
 
     assert impact.rows_affected is not None, impact.lines
     assert _state(fresh) == before
 
 
 async def test_a_trigger_added_to_the_base_table_while_asking_does_not_run(fresh: PgDatabase) -> None:
-    shown, _ = await _asked(fresh, "DELETE FROM items_v WHERE id = 3")
+    shown, _ = await fresh.asked("DELETE FROM items_v WHERE id = 3")
     fresh.run_as_owner("CREATE TRIGGER items_forget AFTER DELETE ON items EXECUTE FUNCTION forget_history()")
     before = _state(fresh)
 
     with pytest.raises(ChangedSinceQuestion, match="items_forget on items"):
-        await _run_approved(fresh, shown)
+        await fresh.run_approved(shown)
 
     assert _state(fresh) == before
 
 
 async def test_an_instead_of_trigger_added_to_a_view_while_asking_does_not_run(fresh: PgDatabase) -> None:
     """The change then no longer lands in the table asked about, but in code nobody saw."""
-    shown, _ = await _asked(fresh, "DELETE FROM items_v WHERE id = 3")
+    shown, _ = await fresh.asked("DELETE FROM items_v WHERE id = 3")
     fresh.run_as_owner(
         "CREATE TRIGGER items_v_instead INSTEAD OF DELETE ON items_v FOR EACH ROW EXECUTE FUNCTION forget_instead()"
     )
     before = _state(fresh)
 
     with pytest.raises(ChangedSinceQuestion, match=r"no longer delete table public\.items via view public\.items_v"):
-        await _run_approved(fresh, shown)
+        await fresh.run_approved(shown)
 
     assert _state(fresh) == before
 
@@ -289,12 +270,12 @@ async def test_a_view_redefined_to_call_a_function_while_asking_does_not_run(
 ) -> None:
     """The view still leads to the table asked about, but its query now calls a function whose effect (a sequence
     moved) nobody was asked about."""
-    shown, impact = await _asked(fresh, sql)
+    shown, impact = await fresh.asked(sql)
     fresh.run_as_owner("CREATE OR REPLACE VIEW items_v AS SELECT id, label FROM items WHERE next_stamp() > 0")
     before = _state(fresh)
 
     with pytest.raises(ChangedSinceQuestion, match=r"public\.next_stamp"):
-        await _run_approved(fresh, shown, impact.rows_affected if counted else None)
+        await fresh.run_approved(shown, impact.rows_affected if counted else None)
 
     assert _state(fresh) == before
 
@@ -303,12 +284,12 @@ async def test_a_function_redefined_to_have_effects_while_asking_does_not_run(fr
     """Judged harmless by its body when asked about; by the time the approved statement runs, it moves a sequence."""
     harmless = "CREATE OR REPLACE FUNCTION tidy(text) RETURNS text LANGUAGE sql STABLE AS $$ SELECT upper($1) $$"
     fresh.run_as_owner(harmless)
-    shown, _ = await _asked(fresh, "UPDATE items SET label = tidy(label) WHERE id = 1")
+    shown, _ = await fresh.asked("UPDATE items SET label = tidy(label) WHERE id = 1")
     fresh.run_as_owner(harmless.replace("upper($1)", "$1 || nextval('stamps')"))
     before = _state(fresh)
 
     with pytest.raises(ChangedSinceQuestion, match="function tidy"):
-        await _run_approved(fresh, shown)
+        await fresh.run_approved(shown)
 
     assert all(change.target.name != "tidy" for change in shown.changes), shown.changes
     assert _state(fresh) == before
@@ -317,9 +298,9 @@ async def test_a_function_redefined_to_have_effects_while_asking_does_not_run(fr
 async def test_an_approved_change_through_an_unchanged_view_runs(fresh: PgDatabase) -> None:
     """Its base table's trigger was named, so it runs with the statement; the cascade too."""
     fresh.run_as_owner("CREATE TRIGGER items_forget AFTER DELETE ON items EXECUTE FUNCTION forget_history()")
-    shown, _ = await _asked(fresh, "DELETE FROM items_vv WHERE id = 1")
+    shown, _ = await fresh.asked("DELETE FROM items_vv WHERE id = 1")
 
-    await _run_approved(fresh, shown)
+    await fresh.run_approved(shown)
 
     assert fresh.rows("SELECT id FROM items ORDER BY id") == [(2,), (3,)]
     assert fresh.rows("SELECT id FROM parts ORDER BY id") == [(3,)]
@@ -327,9 +308,9 @@ async def test_an_approved_change_through_an_unchanged_view_runs(fresh: PgDataba
 
 
 async def test_an_approved_counted_change_through_a_view_runs(fresh: PgDatabase) -> None:
-    shown, impact = await _asked(fresh, "UPDATE items_checked SET label = 'u' WHERE id <= 2")
+    shown, impact = await fresh.asked("UPDATE items_checked SET label = 'u' WHERE id <= 2")
 
-    await _run_approved(fresh, shown, impact.rows_affected)
+    await fresh.run_approved(shown, impact.rows_affected)
 
     assert impact.rows_affected == 2, impact.lines
     assert fresh.rows("SELECT label FROM items ORDER BY id") == [("u",), ("u",), ("c",)]
@@ -338,7 +319,7 @@ async def test_an_approved_counted_change_through_a_view_runs(fresh: PgDatabase)
 async def test_a_write_a_check_option_refuses_is_reported_by_the_dry_run(fresh: PgDatabase) -> None:
     before = _state(fresh)
 
-    _, impact = await _asked(fresh, "UPDATE items_checked SET id = 500 WHERE id = 1")
+    _, impact = await fresh.asked("UPDATE items_checked SET id = 500 WHERE id = 1")
 
     assert impact.rows_affected is None
     assert any("check option" in line for line in impact.lines), impact.lines
@@ -355,9 +336,9 @@ async def test_a_write_a_check_option_refuses_is_reported_by_the_dry_run(fresh: 
 async def test_a_view_whose_change_is_done_instead_names_that_code(fresh: PgDatabase, view: str, code: str) -> None:
     """PostgreSQL does not change the table beneath: the code named does the work, and the question says so."""
     fresh.run_as_owner(_BASE_TRIGGER)
-    shown, impact = await _asked(fresh, f"DELETE FROM {view} WHERE id = 1")
+    shown, impact = await fresh.asked(f"DELETE FROM {view} WHERE id = 1")
 
-    await _run_approved(fresh, shown)
+    await fresh.run_approved(shown)
 
     assert code in _runs(shown)
     assert "trigger items_noted on items" not in _runs(shown)
@@ -377,10 +358,10 @@ async def test_a_view_whose_change_is_done_instead_names_that_code(fresh: PgData
 async def test_a_view_postgresql_cannot_change_fails_cleanly(fresh: PgDatabase, view: str) -> None:
     """The question says PostgreSQL will refuse it; approved, it fails with PostgreSQL's error, changing nothing."""
     before = _state(fresh)
-    shown, impact = await _asked(fresh, f"DELETE FROM {view} WHERE id = 1")
+    shown, impact = await fresh.asked(f"DELETE FROM {view} WHERE id = 1")
 
     with pytest.raises(QueryFailed, match=f'cannot delete from view "{view}"'):
-        await _run_approved(fresh, shown)
+        await fresh.run_approved(shown)
 
     assert "table public.items" not in [str(target) for target in shown.touched]
     assert any(f"public.{view}" in line and "will refuse" in line for line in impact.lines), impact.lines
@@ -394,13 +375,13 @@ async def test_merge_into_a_view(fresh: PgDatabase) -> None:
     (version,) = fresh.rows("SELECT current_setting('server_version_num')::integer")[0]
     before = _state(fresh)
 
-    shown, impact = await _asked(fresh, sql)
+    shown, impact = await fresh.asked(sql)
 
     if version >= 170000:
         assert "trigger items_noted on items" in _runs(shown)
         return
     with pytest.raises(QueryFailed, match="cannot execute MERGE"):
-        await _run_approved(fresh, shown)
+        await fresh.run_approved(shown)
     assert any("public.items_v" in line and "will refuse" in line for line in impact.lines), impact.lines
     assert _state(fresh) == before
 

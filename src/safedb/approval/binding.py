@@ -94,9 +94,10 @@ class ApprovalTicket:
 
 
 def changes_digest(classification: Classification) -> str:
-    """What the statement does, which code it runs (a trigger added since is a new question), and which tables its
-    names meant (another table of the same name is a new question)."""
+    """What the statement does, which code it runs (a trigger or a default added since is a new question), and which
+    tables its names meant (another table of the same name is a new question)."""
     lines = sorted(classification.change_lines)
     lines += [f"runs {name}" for name in classification.runs]
+    lines += [f"stored code {call}" for call in classification.stored_code]
     lines += [f"{name} -> {meant}" for name, meant in sorted(classification.resolved, key=str)]
     return digest("\n".join(lines))

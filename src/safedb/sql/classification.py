@@ -189,6 +189,10 @@ class Classification:
     statement was classified (`schema.name`, quoted; None for none). A name found through the search path may
     mean another table later (one of that name created in a schema searched first); an approval holds only for
     the tables it was asked about."""
+    stored_code: tuple[str, ...] = ()
+    """PostgreSQL, for a data change: what the stored code (defaults, constraints, indexes, casts) of the tables it
+    reaches calls that a rollback may not undo, with a fingerprint of each user-defined function. A default or
+    constraint added while a person decides runs code nobody saw; an approval holds only for this code."""
     through_views: tuple[ThroughView, ...] = ()
     """PostgreSQL: the changes the statement makes through views, to the end of each chain (their changes are among
     `changes` too). A view redefined while a person decides changes another table; an approval holds only for the

@@ -7,16 +7,16 @@ judged. Either may no longer hold: a table of the same name created in a schema 
 takes the name over; a trigger, rule, policy or default added to a table runs code nobody saw; a view redefined
 makes a change through it land in another table, or calls a function nobody saw; a function redefined writes.
 Every approval covers the triggers, rules and event triggers its question named (`Classification.runs`), the
-relations beneath the views it changes (`Classification.through_views`) and the calls with effects it showed, and
-no others.
+relations beneath the views it changes (`Classification.through_views`), the calls with effects it showed, and the
+code the tables' defaults, constraints and indexes call (`Classification.stored_code`), and no others.
 """
 
 from __future__ import annotations
 
 from safedb.db.postgres import catalog, function_bodies, views
 from safedb.db.postgres.connections import Connection
-from safedb.db.postgres.fired_code import check_fired_unchanged, lock_changed_tables, lock_read_relations
-from safedb.db.postgres.impact import changed_since_dry_run
+from safedb.db.postgres.fired_code import DATA_KINDS, check_fired_unchanged, lock_changed_tables, lock_read_relations
+from safedb.db.postgres.impact import changed_since_dry_run, stored_code_calls
 from safedb.errors import ChangedSinceQuestion
 from safedb.sql.classification import ChangeCategory, Classification
 from safedb.sql.postgres_classifier import PostgresStatement
@@ -37,6 +37,7 @@ async def check_unchanged(
     await check_views_unchanged(connection, statement, approved)
     await check_calls_unchanged(connection, statement, approved)
     await check_fired_unchanged(connection, approved)
+    await check_stored_code_unchanged(connection, approved)
     # A count was shown only for a dry run of code a rollback undoes: it must still be so.
     if approved_rows is not None and (reasons := await changed_since_dry_run(connection, statement, approved)):
         raise ChangedSinceQuestion("; ".join(reasons))
@@ -72,6 +73,23 @@ async def check_calls_unchanged(connection: Connection, statement: PostgresState
         raise ChangedSinceQuestion(
             "; ".join(f"it would now run code its question did not show: {change}" for change in unseen)
         )
+
+
+def changes_rows(classification: Classification) -> bool:
+    """Whether the statement inserts, updates, deletes or merges rows (among whatever else it does)."""
+    return bool(set(classification.kinds) & DATA_KINDS)
+
+
+async def check_stored_code_unchanged(connection: Connection, approved: Classification) -> None:
+    """Raise ChangedSinceQuestion when the stored code of the tables a data change reaches would now call what its
+    question did not know of: a default, constraint or index added, a function of one replaced."""
+    if not changes_rows(approved):
+        return
+    await catalog.for_catalog_queries(connection)
+    now = await stored_code_calls(connection, approved)
+    await catalog.with_session_settings(connection)  # for the statement itself
+    if unseen := [call for call in now if call not in approved.stored_code]:
+        raise ChangedSinceQuestion("; ".join(unseen))
 
 
 async def check_names_unchanged(connection: Connection, approved: Classification) -> None:

@@ -24,7 +24,7 @@ import psycopg
 
 from safedb.db.backend import Impact, QueryLimits, ResultSet, TableDescription, TableInfo, WriteOutcome
 from safedb.db.postgres import catalog, function_bodies, views
-from safedb.db.postgres.approved_run import check_data_change_names, check_unchanged
+from safedb.db.postgres.approved_run import changes_rows, check_data_change_names, check_unchanged
 from safedb.db.postgres.connections import (
     CLIENT_GRACE_SECONDS,
     Connection,
@@ -36,7 +36,7 @@ from safedb.db.postgres.connections import (
 )
 from safedb.db.postgres.counting import count_is_a_read
 from safedb.db.postgres.fired_code import TABLE_EVENT_KINDS, check_fired_unchanged, fired_code
-from safedb.db.postgres.impact import measure_impact, quoted_tables
+from safedb.db.postgres.impact import measure_impact, quoted_tables, stored_code_calls
 from safedb.db.postgres.results import fetch_guarded, fetch_row_by_row, run_counted, size_guarded, streamed
 from safedb.db.postgres.shadowing import begin_catalog_work
 from safedb.errors import ChangedSinceQuestion, QueryFailed, QueryTimeout, RowCountChanged
@@ -113,7 +113,8 @@ class PostgresDatabase:
                 changes = [*calls, *(link.change for link in through)]
                 classification = replace(statement.with_changes(changes), through_views=through)
                 runs = await fired_code(connection, classification) if not classification.read_only else ()
-        return replace(classification, resolved=meant, runs=runs)
+                stored = await stored_code_calls(connection, classification) if changes_rows(classification) else ()
+        return replace(classification, resolved=meant, runs=runs, stored_code=stored)
 
     async def read(self, classification: Classification) -> ResultSet:
         if not classification.read_only:

@@ -18,11 +18,11 @@ from safedb.sql.classification import ChangeKind, Classification
 # tgtype bits (PostgreSQL's TRIGGER_TYPE_*): INSERT 4, DELETE 8, UPDATE 16, TRUNCATE 32.
 _DATA_EVENTS = 4 | 8 | 16
 _TRUNCATE_EVENT = 32
-_DATA_KINDS = frozenset({ChangeKind.INSERT, ChangeKind.UPDATE, ChangeKind.DELETE, ChangeKind.UPSERT, ChangeKind.MERGE})
-TABLE_EVENT_KINDS = _DATA_KINDS | {ChangeKind.TRUNCATE}
+DATA_KINDS = frozenset({ChangeKind.INSERT, ChangeKind.UPDATE, ChangeKind.DELETE, ChangeKind.UPSERT, ChangeKind.MERGE})
+TABLE_EVENT_KINDS = DATA_KINDS | {ChangeKind.TRUNCATE}
 """Changes whose triggers are those of the tables they change."""
 # Changes that run no DDL command, so fire no event trigger (a function call may run one: it counts).
-_NO_EVENT_KINDS = _DATA_KINDS | {ChangeKind.TRUNCATE, ChangeKind.SEQUENCE, ChangeKind.LOCK}
+_NO_EVENT_KINDS = DATA_KINDS | {ChangeKind.TRUNCATE, ChangeKind.SEQUENCE, ChangeKind.LOCK}
 
 # Each is named with its function and a fingerprint of its definition and its function's: a trigger dropped and
 # created again with other arguments, or whose function is replaced, runs other code under the same name.
@@ -55,7 +55,7 @@ WHERE c.relkind IN ('r', 'p', 'v')
 async def fired_code(connection: Connection, classification: Classification) -> tuple[str, ...]:
     """The user triggers, rules and event triggers that would run with the statement now, sorted."""
     found: set[str] = set()
-    for kinds, events, rules in ((_DATA_KINDS, _DATA_EVENTS, True), ({ChangeKind.TRUNCATE}, _TRUNCATE_EVENT, False)):
+    for kinds, events, rules in ((DATA_KINDS, _DATA_EVENTS, True), ({ChangeKind.TRUNCATE}, _TRUNCATE_EVENT, False)):
         if targets := quoted_targets(classification, kinds):
             cursor = await connection.execute(_TRIGGERS_SQL, {"targets": targets, "events": events, "rules": rules})
             found.update(name for (name,) in await cursor.fetchall())
@@ -69,7 +69,7 @@ async def lock_changed_tables(connection: Connection, classification: Classifica
     """Lock the tables a data change or a TRUNCATE changes as the statement itself will (in its transaction):
     nobody can then add a trigger or a rule to them, or enable one, until it ends. LOCK TABLE takes the tables'
     children too. A foreign table cannot be locked (its triggers are checked all the same)."""
-    for kinds, mode in ((_DATA_KINDS, "ROW EXCLUSIVE"), ({ChangeKind.TRUNCATE}, "ACCESS EXCLUSIVE")):
+    for kinds, mode in ((DATA_KINDS, "ROW EXCLUSIVE"), ({ChangeKind.TRUNCATE}, "ACCESS EXCLUSIVE")):
         if not (targets := quoted_targets(classification, kinds)):
             continue
         cursor = await connection.execute(_LOCKABLE_SQL, {"targets": targets})

@@ -91,6 +91,10 @@ SELECT c.oid::regclass::text, c.relkind::text, c.oid IN (SELECT oid FROM targets
 FROM closure JOIN pg_class c ON c.oid = closure.oid
 """
 
+# A fingerprint of a function's definition, for those created in the database (not PostgreSQL's own; an aggregate has
+# no definition to show): one replaced runs other code under the same name.
+_DEFINITION = "CASE WHEN p.oid >= 16384 AND p.prokind IN ('f', 'p') THEN left(md5(pg_get_functiondef(p.oid)), 8) END"
+
 # The functions PostgreSQL runs for the reached tables (see `stored_code`): for each row written ('row':
 # CHECK and exclusion constraints, generated columns, index expressions and predicates, row-security
 # policies, partition keys (their own and their parents'), extended statistics' expressions, the domains of
@@ -142,10 +146,10 @@ seed_functions(label, bucket, proc) AS (
 {REACHED_CODE},
 met_seed(oid) AS (SELECT oid FROM seed_types UNION SELECT oid FROM reached_types),
 {MET_TYPES}
-SELECT DISTINCT f.label, f.bucket, n.nspname, p.proname, p.provolatile::text, {EXTENSION_MEMBER}
+SELECT DISTINCT f.label, f.bucket, n.nspname, p.proname, p.provolatile::text, {EXTENSION_MEMBER}, {_DEFINITION}
 FROM code_functions f JOIN pg_proc p ON p.oid = f.proc JOIN pg_namespace n ON n.oid = p.pronamespace
 UNION
-SELECT f.label, 'always', n.nspname, p.proname, p.provolatile::text, {EXTENSION_MEMBER}
+SELECT f.label, 'always', n.nspname, p.proname, p.provolatile::text, {EXTENSION_MEMBER}, {_DEFINITION}
 FROM user_casts f JOIN pg_proc p ON p.oid = f.proc JOIN pg_namespace n ON n.oid = p.pronamespace
 """
 
@@ -348,7 +352,7 @@ async def _obstacles(
                 _Obstacle(table.name, "an identity column draws from a sequence, which a rollback does not undo")
             )
     cursor = await connection.execute(_TABLE_CODE_SQL, {**targets, **PATTERNS})
-    for name, bucket, schema, function_name, volatility, extension in await cursor.fetchall():
+    for name, bucket, schema, function_name, volatility, extension, _ in await cursor.fetchall():
         function = CatalogFunction.from_stored_code(schema, function_name, volatility, extension)
         if undone_by_rollback(function):
             continue
@@ -369,6 +373,28 @@ async def _obstacles(
             via = f" (through {function.via})" if function.via else ""
             found.append(_Obstacle(function.name, f"{_described(function)}{via}", planning_may_run(function)))
     return found
+
+
+_PLACES = {
+    "row": "its constraints, generated columns, indexes or column types call",
+    "default": "a column default calls",
+    "always": "calls",  # a cast PostgreSQL may apply anywhere, a foreign key's check
+}
+
+
+async def stored_code_calls(connection: Connection, classification: Classification) -> tuple[str, ...]:
+    """What the stored code of the tables a data change reaches (its targets, the tables beneath the views it
+    changes, those its foreign keys' actions change, their children) calls that a rollback may not undo, each with
+    a fingerprint of a user-defined function's definition; sorted. A default, constraint or index added while a
+    person decides, or a function of one replaced, runs code nobody saw: an approval holds only for these."""
+    cursor = await connection.execute(_TABLE_CODE_SQL, {"targets": quoted_tables(classification), **PATTERNS})
+    found: set[str] = set()
+    for name, bucket, schema, function_name, volatility, extension, definition in await cursor.fetchall():
+        function = CatalogFunction.from_stored_code(schema, function_name, volatility, extension)
+        if not undone_by_rollback(function):
+            fingerprint = f" (definition {definition})" if definition else ""
+            found.add(f"{name}: {_PLACES[bucket]} {_described(function)}{fingerprint}")
+    return tuple(sorted(found))
 
 
 async def changed_since_dry_run(
