@@ -13,7 +13,7 @@ import psycopg
 import pytest
 from mcp.client.client import Client
 from mcp.client.session import ElicitationFnT
-from mcp.types import CallToolResult
+from mcp.types import CallToolResult, ElicitRequestFormParams, ElicitRequestURLParams, ElicitResult
 
 from safedb.audit import SqliteAuditStore
 from safedb.db.backend import Impact, QueryLimits
@@ -23,7 +23,7 @@ from safedb.server.app import build_server
 from safedb.settings import Settings
 from safedb.sql.classification import Classification
 from tests.conftest_postgres import fresh_database
-from tests.helpers import audit_decisions
+from tests.helpers import Responder, audit_decisions
 from tests.postgres_server import READER, WRITER, PostgresServer
 
 SETUP = (
@@ -87,12 +87,14 @@ class PgDatabase:
         finally:
             await database.aclose()
 
-    async def run_approved(self, approved: Classification, approved_rows: int | None = None) -> None:
-        """Run a statement as its approval does (held to `approved_rows`, the dry run's count, when one was shown),
-        on a server's own connections."""
+    async def run_approved(
+        self, approved: Classification, approved_rows: int | None = None, approved_drops: tuple[str, ...] | None = None
+    ) -> None:
+        """Run a statement as its approval does (held to what its question showed: the dry run's count, what a DROP
+        takes with it), on a server's own connections."""
         database = self.open()
         try:
-            await database.write(approved, approved_rows)
+            await database.write(approved, approved_rows, approved_drops)
         finally:
             await database.aclose()
 
@@ -117,6 +119,23 @@ class PgDatabase:
         with self.server.connect(self.name) as connection:
             cursor = connection.execute(sql.encode())
             return [tuple(row) for row in cursor.fetchall()] if cursor.description else []
+
+
+@dataclass
+class ChangesWhileDeciding(Responder):
+    """A person who takes a while to answer the first question, during which the database's owner runs
+    `meanwhile`; they accept it, and decline any later question (one that shows what changed)."""
+
+    pg: PgDatabase | None = None
+    meanwhile: tuple[str, ...] = ()
+
+    async def __call__(self, context: Any, params: ElicitRequestFormParams | ElicitRequestURLParams) -> ElicitResult:
+        if self.asked:
+            self.asked.append(params)
+            return ElicitResult(action="decline")
+        if self.pg is not None:
+            self.pg.run_as_owner(*self.meanwhile)
+        return await super().__call__(context, params)
 
 
 @pytest.fixture(scope="module")

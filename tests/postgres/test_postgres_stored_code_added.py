@@ -9,16 +9,12 @@ one of them calls replaced) ran code nobody was asked about, with the statement.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import pytest
-from mcp.types import ElicitRequestFormParams, ElicitRequestURLParams, ElicitResult
 
 from safedb.errors import ChangedSinceQuestion
-from tests.helpers import Responder
-from tests.postgres.conftest import PgDatabase, database_with
+from tests.postgres.conftest import ChangesWhileDeciding, PgDatabase, database_with
 from tests.postgres_server import PostgresServer
 
 pytestmark = pytest.mark.anyio
@@ -98,7 +94,7 @@ async def test_through_the_server_a_default_added_while_asking_changes_nothing(
     fresh: PgDatabase, tmp_path: Path, mode: str
 ) -> None:
     """Refused when the approved statement runs (legacy era), or asked again, naming the new code (2026-07-28)."""
-    responder = _AddsADefault(pg=fresh)
+    responder = ChangesWhileDeciding(pg=fresh, meanwhile=(ADDED["default"],))
     result, decisions = await fresh.call_execute_query(
         "INSERT INTO items (id) VALUES (7)", tmp_path / "audit.db", responder, mode
     )
@@ -107,19 +103,3 @@ async def test_through_the_server_a_default_added_while_asking_changes_nothing(
     assert result.is_error or "poke" in responder.asked[-1].message, result
     assert fresh.rows("SELECT count(*) FROM history") == [(0,)]
     assert fresh.rows("SELECT id FROM items ORDER BY id") == [(1,), (2,)]
-
-
-@dataclass
-class _AddsADefault(Responder):
-    """A person who takes a while to answer the first question, during which a default that calls poke() is added;
-    they decline any later question (one that names it)."""
-
-    pg: PgDatabase | None = None
-
-    async def __call__(self, context: Any, params: ElicitRequestFormParams | ElicitRequestURLParams) -> ElicitResult:
-        if self.asked:
-            self.asked.append(params)
-            return ElicitResult(action="decline")
-        if self.pg is not None:
-            self.pg.run_as_owner(ADDED["default"])
-        return await super().__call__(context, params)

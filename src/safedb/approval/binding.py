@@ -11,8 +11,9 @@ from dataclasses import dataclass
 
 from safedb.sql.classification import Classification
 
-_VERSION = 2
-"""Tickets of an earlier version (without `rows_shown`) are not ours: their question is asked again."""
+_VERSION = 3
+"""Tickets of an earlier version (without `rows_shown` or `drops_shown`) are not ours: their question is asked
+again."""
 
 
 def digest(text: str) -> str:
@@ -34,9 +35,18 @@ class ApprovalTicket:
     """Unix time after which an answer no longer counts."""
     rows_shown: int | None
     """The row count the question showed; an approval holds for that many rows (None: no count shown)."""
+    drops_shown: tuple[str, ...] | None = None
+    """What the question showed a DROP takes with it; an approval holds for nothing more (None: nothing shown)."""
 
     @classmethod
-    def issue(cls, classification: Classification, ttl: float, caller: str, rows_shown: int | None) -> ApprovalTicket:
+    def issue(
+        cls,
+        classification: Classification,
+        ttl: float,
+        caller: str,
+        rows_shown: int | None,
+        drops_shown: tuple[str, ...] | None = None,
+    ) -> ApprovalTicket:
         return cls(
             id=uuid.uuid4().hex,
             statement=digest(classification.statement),
@@ -44,6 +54,7 @@ class ApprovalTicket:
             caller=digest(caller),
             expires=time.time() + ttl,
             rows_shown=rows_shown,
+            drops_shown=drops_shown,
         )
 
     def covers(self, classification: Classification, caller: str) -> bool:
@@ -68,6 +79,7 @@ class ApprovalTicket:
             "caller": self.caller,
             "expires": self.expires,
             "rows_shown": self.rows_shown,
+            "drops_shown": self.drops_shown,
         }
         return json.dumps(fields, separators=(",", ":"))
 
@@ -81,6 +93,7 @@ class ApprovalTicket:
             if data.pop("v") != _VERSION:
                 return None
             rows_shown = data["rows_shown"]
+            drops_shown = data["drops_shown"]
             return cls(
                 id=str(data["id"]),
                 statement=str(data["statement"]),
@@ -88,6 +101,7 @@ class ApprovalTicket:
                 caller=str(data["caller"]),
                 expires=float(data["expires"]),
                 rows_shown=None if rows_shown is None else int(rows_shown),
+                drops_shown=None if drops_shown is None else tuple(str(drop) for drop in drops_shown),
             )
         except (ValueError, KeyError, TypeError, AttributeError):
             return None

@@ -54,6 +54,9 @@ class Impact:
     """Rows the statement would change, counted by a dry run (on SQLite with its triggers' rows; PostgreSQL
     makes a dry run only without triggers); None when not counted. An approval holds for exactly this many
     (`Database.write`)."""
+    drops: tuple[str, ...] | None = None
+    """What a dry run of a DROP showed it takes with it (PostgreSQL's `CASCADE`: `view public.v`...); None when no
+    such dry run was made. An approval holds for nothing more (`Database.write`)."""
 
 
 @dataclass(frozen=True)
@@ -104,12 +107,16 @@ class Database(Protocol):
         """Measure the effect of a changing statement without keeping it."""
         ...
 
-    async def write(self, approved: Classification, approved_rows: int | None = None) -> WriteOutcome:
+    async def write(
+        self, approved: Classification, approved_rows: int | None = None, approved_drops: tuple[str, ...] | None = None
+    ) -> WriteOutcome:
         """Run an approved statement in its own transaction; it must still do only what was approved.
 
         Raises:
             RowCountChanged: `approved_rows` is the count the person was shown (`Impact.rows_affected`),
                 and the statement affected another number of rows; it was rolled back.
+            ChangedSinceQuestion: among others, `approved_drops` is what the person was shown a DROP takes with
+                it (`Impact.drops`), and it would take more; it was rolled back.
         """
         ...
 

@@ -50,14 +50,17 @@ class Reply:
     """Links the question and its answer (the ticket id on 2026-07-28)."""
     rows_shown: int | None = None
     """The row count the question showed, which an approval holds for; None when it showed none."""
+    drops_shown: tuple[str, ...] | None = None
+    """What the question showed a DROP takes with it, which an approval holds for (`Impact.drops`)."""
 
 
 @dataclass(frozen=True)
 class Prompt:
-    """The question's text, and the row count it shows (`Reply.rows_shown`)."""
+    """The question's text, and what it shows that an approval holds for (`Reply.rows_shown`, `Reply.drops_shown`)."""
 
     text: str
     rows_shown: int | None = None
+    drops_shown: tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -138,7 +141,7 @@ class ApprovalChannel:
         await question.asking(request_id)
         async with progress_while_waiting(ctx, self._keepalive, "Waiting for approval"):
             reply = await self._elicit(ctx, prompt.text, question, request_id)
-        return replace(reply, rows_shown=prompt.rows_shown)
+        return replace(reply, rows_shown=prompt.rows_shown, drops_shown=prompt.drops_shown)
 
     async def _elicit(self, ctx: Context[Any, Any], text: str, question: Question, request_id: str) -> Reply:
         params = ElicitRequestFormParams(message=text, requested_schema=requested_schema(question.form))
@@ -169,9 +172,12 @@ class ApprovalChannel:
         if isinstance(response, ElicitResult) and ticket is not None and ticket.covers(classification, question.caller):
             if ticket.expired:
                 return Reply(Answer.TIMEOUT, None, ticket.id)
-            return replace(_reply(response, question.form, ticket.id), rows_shown=ticket.rows_shown)
+            reply = _reply(response, question.form, ticket.id)
+            return replace(reply, rows_shown=ticket.rows_shown, drops_shown=ticket.drops_shown)
         prompt = await question.prompt()
-        ticket = ApprovalTicket.issue(classification, question.timeout, question.caller, prompt.rows_shown)
+        ticket = ApprovalTicket.issue(
+            classification, question.timeout, question.caller, prompt.rows_shown, prompt.drops_shown
+        )
         await question.asking(ticket.id)
         params = ElicitRequestFormParams(message=prompt.text, requested_schema=requested_schema(question.form))
         request = ElicitRequest(params=params)

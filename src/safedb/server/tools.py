@@ -157,7 +157,7 @@ class SafeDBTools:
                     raise
                 return _decision_result(decision)  # a late answer: its question is already recorded as timed out
             if decision.approved:
-                result = await self._run(served, classification, audit, reply.rows_shown)
+                result = await self._run(served, classification, audit, reply.rows_shown, reply.drops_shown)
             else:
                 result = _decision_result(decision)
         return result
@@ -196,7 +196,12 @@ class SafeDBTools:
         return await self.channel.ask(ctx, classification, form)
 
     async def _run(
-        self, served: ServedTarget, classification: Classification, audit: CallAudit, approved_rows: int | None = None
+        self,
+        served: ServedTarget,
+        classification: Classification,
+        audit: CallAudit,
+        approved_rows: int | None = None,
+        approved_drops: tuple[str, ...] | None = None,
     ) -> CallToolResult:
         """Run an approved statement and record how it ended.
 
@@ -206,7 +211,7 @@ class SafeDBTools:
         would say `accepted` with no outcome.
         """
         try:
-            outcome = await served.database.write(classification, approved_rows)
+            outcome = await served.database.write(classification, approved_rows, approved_drops)
         except SafeDBError as exc:
             return await _failure_result(exc, audit)
         result = write_result(classification, outcome, self.text_rows)
@@ -289,7 +294,7 @@ class SafeDBTools:
         if rules.type_target_name:
             closing += f" Type the target name ({served.name}) to confirm."
         lines.append(closing)
-        return Prompt("\n".join(lines), impact.rows_affected)
+        return Prompt("\n".join(lines), impact.rows_affected, impact.drops)
 
 
 async def _failure_result(exc: SafeDBError, audit: CallAudit) -> CallToolResult:

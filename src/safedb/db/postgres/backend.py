@@ -36,7 +36,7 @@ from safedb.db.postgres.connections import (
 )
 from safedb.db.postgres.counting import count_is_a_read
 from safedb.db.postgres.fired_code import TABLE_EVENT_KINDS, check_fired_unchanged, fired_code
-from safedb.db.postgres.impact import measure_impact, quoted_tables, stored_code_calls
+from safedb.db.postgres.impact import cascades_reported, measure_impact, quoted_tables, stored_code_calls
 from safedb.db.postgres.results import fetch_guarded, fetch_row_by_row, run_counted, size_guarded, streamed
 from safedb.db.postgres.shadowing import begin_catalog_work
 from safedb.errors import ChangedSinceQuestion, QueryFailed, QueryTimeout, RowCountChanged
@@ -173,7 +173,9 @@ class PostgresDatabase:
         statement = await self._analyzed(classification.statement)
         return await measure_impact(self._pools, statement, classification, self.limits)
 
-    async def write(self, approved: Classification, approved_rows: int | None = None) -> WriteOutcome:
+    async def write(
+        self, approved: Classification, approved_rows: int | None = None, approved_drops: tuple[str, ...] | None = None
+    ) -> WriteOutcome:
         statement = await self._analyzed(approved.statement)
         seconds = self.limits.statement_timeout
         if statement.in_transaction:
@@ -182,7 +184,13 @@ class PostgresDatabase:
                 async with self._pools.writer() as connection, translated_errors(seconds), connection.transaction():
                     await begin_catalog_work(connection, seconds)
                     await check_unchanged(connection, statement, approved, approved_rows)
-                    outcome = await self._run(connection, statement, approved_rows)
+                    with cascades_reported(connection) as dropped:
+                        if approved_drops is not None:
+                            await connection.execute("SET LOCAL client_min_messages = notice")
+                        outcome = await self._run(connection, statement, approved_rows)
+                    # Objects made since the question that depend on what it drops: dropped unseen; roll back.
+                    if approved_drops is not None and (unseen := [d for d in dropped if d not in approved_drops]):
+                        raise ChangedSinceQuestion(f"it would now also drop {'; '.join(unseen)}")
                     await check_data_change_names(connection, approved)
                     if approved.kinds and set(approved.kinds) <= TABLE_EVENT_KINDS:
                         # A trigger of a table the statement reached but did not lock beforehand (one a foreign

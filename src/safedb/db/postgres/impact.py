@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from typing import NamedTuple
 
@@ -279,7 +281,8 @@ async def measure_impact(
             else:
                 impact = Impact(lines=tuple(object_lines))
             if statement.drops_dependents and statement.in_transaction:
-                cascades += await _drop_lines(pools, statement, seconds)
+                drop_lines, drops = await _drop_lines(pools, statement, seconds)
+                return replace(impact, lines=(*impact.lines, *cascades, *drop_lines), drops=drops)
             return replace(impact, lines=(*impact.lines, *cascades))
     except TimeoutError:
         return Impact(lines=(f"Impact preview: not finished within the {seconds:g} s time limit.",))
@@ -506,38 +509,52 @@ def _listed(names: list[str]) -> str:
     return shown if len(names) <= _NAMES_SHOWN else f"{shown} and {len(names) - _NAMES_SHOWN} more"
 
 
-async def _drop_lines(pools: Pools, statement: PostgresStatement, seconds: float) -> list[str]:
-    """What a DROP takes with it (`CASCADE`), or that PostgreSQL will refuse it, as PostgreSQL itself reports
-    from a dry run that is rolled back. Not made while event triggers exist: they could act on the drop."""
+@contextmanager
+def cascades_reported(connection: Connection) -> Iterator[list[str]]:
+    """What PostgreSQL reports the statements run on `connection` meanwhile drop with what they drop (`CASCADE`), as
+    it reports it: one object ("drop cascades to view v"), or several, listed in the notice's detail (the first
+    100, then "and 5 other objects (see server log for list)"). The caller sets `client_min_messages` to notice."""
     dropped: list[str] = []
 
     def note(notice: psycopg.errors.Diagnostic) -> None:
-        # One object: "drop cascades to view v". Several: "drop cascades to 2 other objects", listed in the detail.
-        lines = notice.message_detail.splitlines() if notice.message_detail else [notice.message_primary or ""]
-        dropped.extend(line.removeprefix(_CASCADED) for line in lines if line.startswith(_CASCADED))
+        primary = notice.message_primary or ""
+        if primary.startswith(_CASCADED):
+            lines = notice.message_detail.splitlines() if notice.message_detail else [primary]
+            dropped.extend(line.removeprefix(_CASCADED) for line in lines)
 
+    connection.add_notice_handler(note)
+    try:
+        yield dropped
+    finally:
+        connection.remove_notice_handler(note)
+
+
+async def _drop_lines(
+    pools: Pools, statement: PostgresStatement, seconds: float
+) -> tuple[list[str], tuple[str, ...] | None]:
+    """What a DROP takes with it (`CASCADE`), or that PostgreSQL will refuse it, as PostgreSQL itself reports
+    from a dry run that is rolled back: the question's lines, and what it drops besides (None without a dry run,
+    which is not made while event triggers exist: they could act on the drop)."""
     async with pools.writer() as connection:
-        connection.add_notice_handler(note)
         try:
-            async with connection.transaction(force_rollback=True):
-                await begin_catalog_work(connection, seconds)
-                # A DROP waits for its ACCESS EXCLUSIVE lock, and every session that comes after waits
-                # behind it: the dry run takes the lock at once or not at all.
-                await connection.execute("SELECT set_config('lock_timeout', %s, true)", (_DRY_RUN_LOCK_WAIT,))
-                cursor = await connection.execute(_EVENT_TRIGGERS_SQL)
-                row = await cursor.fetchone()
-                if row is None or row[0]:
-                    return []
-                await connection.execute("SET LOCAL client_min_messages = notice")
-                cursor = connection.cursor()
-                async with connection.pipeline():
-                    await cursor.execute(statement.text)
+            with cascades_reported(connection) as dropped:
+                async with connection.transaction(force_rollback=True):
+                    await begin_catalog_work(connection, seconds)
+                    # A DROP waits for its ACCESS EXCLUSIVE lock, and every session that comes after waits
+                    # behind it: the dry run takes the lock at once or not at all.
+                    await connection.execute("SELECT set_config('lock_timeout', %s, true)", (_DRY_RUN_LOCK_WAIT,))
+                    cursor = await connection.execute(_EVENT_TRIGGERS_SQL)
+                    row = await cursor.fetchone()
+                    if row is None or row[0]:
+                        return [], None
+                    await connection.execute("SET LOCAL client_min_messages = notice")
+                    cursor = connection.cursor()
+                    async with connection.pipeline():
+                        await cursor.execute(statement.text)
         except psycopg.errors.DependentObjectsStillExist as exc:
             detail = (exc.diag.message_detail or "").replace("\n", "; ")
-            return [f"PostgreSQL will refuse this DROP: {server_message(exc)} ({bounded(detail)})."]
-        finally:
-            connection.remove_notice_handler(note)
-    return [f"It also drops: {'; '.join(dropped)}."] if dropped else []
+            return [f"PostgreSQL will refuse this DROP: {server_message(exc)} ({bounded(detail)})."], None
+    return ([f"It also drops: {'; '.join(dropped)}."] if dropped else []), tuple(dropped)
 
 
 async def _planner_estimate(pools: Pools, statement: PostgresStatement, seconds: float) -> int | None:

@@ -308,7 +308,11 @@ class SqliteDatabase:
 
         return await self._in_thread(work, self.limits.preview_timeout)
 
-    async def write(self, approved: Classification, approved_rows: int | None = None) -> WriteOutcome:
+    async def write(
+        self, approved: Classification, approved_rows: int | None = None, approved_drops: tuple[str, ...] | None = None
+    ) -> WriteOutcome:
+        """See `Database.write`. A DROP in SQLite takes nothing with it, so `approved_drops` binds nothing here."""
+
         def run(connection: sqlite3.Connection) -> WriteOutcome:
             return self._run_approved(connection, approved, approved_rows)
 

@@ -1,0 +1,107 @@
+"""Red team: objects made while a person decides on a `DROP ... CASCADE`.
+
+The question lists what the DROP takes with it, from a dry run PostgreSQL rolls back. The approved run dropped
+whatever depended on it by then: a view created meanwhile over the table, a table created meanwhile in the schema
+dropped, went with it, though nobody was asked about them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from safedb.errors import ChangedSinceQuestion
+from tests.postgres.conftest import ChangesWhileDeciding, PgDatabase, database_with
+from tests.postgres_server import PostgresServer
+
+pytestmark = pytest.mark.anyio
+
+_FRESH = (
+    "DROP SCHEMA IF EXISTS scratch CASCADE",
+    "DROP TABLE IF EXISTS items CASCADE",
+    "CREATE TABLE items (id integer PRIMARY KEY, label text)",
+    "INSERT INTO items VALUES (1, 'a'), (2, 'b')",
+    "CREATE VIEW seen_v AS SELECT id FROM items",
+    "CREATE SCHEMA scratch",
+    "CREATE TABLE scratch.seen (id integer)",
+)
+
+# The DROP, what is made meanwhile, and what the DROP takes (its question shows all but the first).
+MADE_MEANWHILE = {
+    "a-view-over-the-table": (
+        "DROP TABLE items CASCADE",
+        "CREATE VIEW unseen_v AS SELECT label FROM items",
+        {("public", "items"), ("public", "seen_v")},
+    ),
+    "a-table-in-the-schema": (
+        "DROP SCHEMA scratch CASCADE",
+        "CREATE TABLE scratch.unseen (id integer)",
+        {("scratch", "seen")},
+    ),
+}
+
+
+@pytest.fixture(scope="module")
+def pg(postgres_cluster: PostgresServer) -> Iterator[PgDatabase]:
+    with database_with(postgres_cluster, ()) as database:
+        yield database
+
+
+@pytest.fixture
+def fresh(pg: PgDatabase) -> PgDatabase:
+    pg.run_as_owner(*_FRESH)
+    return pg
+
+
+def _relations(pg: PgDatabase) -> list[tuple[object, ...]]:
+    return pg.rows(
+        "SELECT n.nspname, c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+        "WHERE n.nspname IN ('public', 'scratch') AND c.relkind IN ('r', 'v') ORDER BY 1, 2"
+    )
+
+
+@pytest.mark.parametrize("case", list(MADE_MEANWHILE))
+async def test_what_a_drop_would_take_besides_since_the_question_stops_it(fresh: PgDatabase, case: str) -> None:
+    sql, made, _ = MADE_MEANWHILE[case]
+    shown, impact = await fresh.asked(sql)
+    fresh.run_as_owner(made)  # while a person decides
+    before = _relations(fresh)
+
+    with pytest.raises(ChangedSinceQuestion, match="unseen"):
+        await fresh.run_approved(shown, impact.rows_affected, impact.drops)
+
+    assert impact.drops is not None, impact.lines
+    assert not any("unseen" in drop for drop in impact.drops), impact.drops
+    assert _relations(fresh) == before  # rolled back: nothing dropped
+
+
+@pytest.mark.parametrize("case", list(MADE_MEANWHILE))
+async def test_a_drop_takes_what_its_question_showed(fresh: PgDatabase, case: str) -> None:
+    sql, _, taken = MADE_MEANWHILE[case]
+    before = set(_relations(fresh))
+    shown, impact = await fresh.asked(sql)
+
+    await fresh.run_approved(shown, impact.rows_affected, impact.drops)
+
+    assert impact.drops, impact.lines
+    assert set(_relations(fresh)) == before - taken
+
+
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+async def test_through_the_server_a_view_made_while_asking_is_not_dropped(
+    fresh: PgDatabase, tmp_path: Path, mode: str
+) -> None:
+    """The approval holds for what the question showed, in either era (on 2026-07-28 it travels in the ticket)."""
+    responder = ChangesWhileDeciding(pg=fresh, meanwhile=(MADE_MEANWHILE["a-view-over-the-table"][1],))
+    result, decisions = await fresh.call_execute_query(
+        "DROP TABLE items CASCADE", tmp_path / "audit.db", responder, mode
+    )
+
+    assert "It also drops: view seen_v." in responder.asked[0].message, responder.asked[0].message
+    assert "executed" not in decisions, decisions
+    assert result.is_error, result
+    assert "unseen_v" in "".join(getattr(block, "text", "") for block in result.content)
+    assert ("public", "unseen_v") in _relations(fresh)
+    assert ("public", "items") in _relations(fresh)
