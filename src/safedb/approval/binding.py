@@ -113,5 +113,6 @@ def changes_digest(classification: Classification) -> str:
     lines = sorted(classification.change_lines)
     lines += [f"runs {name}" for name in classification.runs]
     lines += [f"stored code {call}" for call in classification.stored_code]
+    lines += [f"cascade {line}" for line in classification.cascades]
     lines += [f"{name} -> {meant}" for name, meant in sorted(classification.resolved, key=str)]
     return digest("\n".join(lines))

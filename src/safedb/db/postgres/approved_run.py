@@ -7,8 +7,9 @@ judged. Either may no longer hold: a table of the same name created in a schema 
 takes the name over; a trigger, rule, policy or default added to a table runs code nobody saw; a view redefined
 makes a change through it land in another table, or calls a function nobody saw; a function redefined writes.
 Every approval covers the triggers, rules and event triggers its question named (`Classification.runs`), the
-relations beneath the views it changes (`Classification.through_views`), the calls with effects it showed, and the
-code the tables' defaults, constraints and indexes call (`Classification.stored_code`), and no others.
+relations beneath the views it changes (`Classification.through_views`), the tables its foreign keys carry it to
+(`Classification.cascades`), the calls with effects it showed, and the code the tables' defaults, constraints and
+indexes call (`Classification.stored_code`), and no others.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from __future__ import annotations
 from safedb.db.postgres import catalog, function_bodies, views
 from safedb.db.postgres.connections import Connection
 from safedb.db.postgres.fired_code import DATA_KINDS, check_fired_unchanged, lock_changed_tables, lock_read_relations
-from safedb.db.postgres.impact import changed_since_dry_run, stored_code_calls
+from safedb.db.postgres.impact import cascade_lines, changed_since_dry_run, stored_code_calls
 from safedb.errors import ChangedSinceQuestion
 from safedb.sql.classification import ChangeCategory, Classification
 from safedb.sql.postgres_classifier import PostgresStatement
@@ -38,6 +39,7 @@ async def check_unchanged(
     await check_calls_unchanged(connection, statement, approved)
     await check_fired_unchanged(connection, approved)
     await check_stored_code_unchanged(connection, approved)
+    await check_cascades_unchanged(connection, approved)
     # A count was shown only for a dry run of code a rollback undoes: it must still be so.
     if approved_rows is not None and (reasons := await changed_since_dry_run(connection, statement, approved)):
         raise ChangedSinceQuestion("; ".join(reasons))
@@ -90,6 +92,12 @@ async def check_stored_code_unchanged(connection: Connection, approved: Classifi
     await catalog.with_session_settings(connection)  # for the statement itself
     if unseen := [call for call in now if call not in approved.stored_code]:
         raise ChangedSinceQuestion("; ".join(unseen))
+
+
+async def check_cascades_unchanged(connection: Connection, approved: Classification) -> None:
+    """Raise ChangedSinceQuestion when foreign keys would now carry the change to tables its question did not name."""
+    if unseen := [line for line in await cascade_lines(connection, approved) if line not in approved.cascades]:
+        raise ChangedSinceQuestion(f"now: {' '.join(unseen)}")
 
 
 async def check_names_unchanged(connection: Connection, approved: Classification) -> None:

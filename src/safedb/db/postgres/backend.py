@@ -36,7 +36,13 @@ from safedb.db.postgres.connections import (
 )
 from safedb.db.postgres.counting import count_is_a_read
 from safedb.db.postgres.fired_code import TABLE_EVENT_KINDS, check_fired_unchanged, fired_code
-from safedb.db.postgres.impact import cascades_reported, measure_impact, quoted_tables, stored_code_calls
+from safedb.db.postgres.impact import (
+    cascade_lines,
+    cascades_reported,
+    measure_impact,
+    quoted_tables,
+    stored_code_calls,
+)
 from safedb.db.postgres.results import fetch_guarded, fetch_row_by_row, run_counted, size_guarded, streamed
 from safedb.db.postgres.shadowing import begin_catalog_work
 from safedb.errors import ChangedSinceQuestion, QueryFailed, QueryTimeout, RowCountChanged
@@ -114,7 +120,8 @@ class PostgresDatabase:
                 classification = replace(statement.with_changes(changes), through_views=through)
                 runs = await fired_code(connection, classification) if not classification.read_only else ()
                 stored = await stored_code_calls(connection, classification) if changes_rows(classification) else ()
-        return replace(classification, resolved=meant, runs=runs, stored_code=stored)
+                cascades = await cascade_lines(connection, classification)
+        return replace(classification, resolved=meant, runs=runs, stored_code=stored, cascades=cascades)
 
     async def read(self, classification: Classification) -> ResultSet:
         if not classification.read_only:

@@ -259,7 +259,6 @@ async def measure_impact(
             async with pools.reader() as reader, read_transaction(reader):
                 await begin_catalog_work(reader, seconds)
                 await catalog.for_catalog_queries(reader)
-                cascades = await _cascade_lines(reader, classification)
                 if data_change:
                     obstacles = await _obstacles(reader, statement, classification)
                     # A view PostgreSQL does not change by itself: who does, or that PostgreSQL will refuse.
@@ -282,8 +281,8 @@ async def measure_impact(
                 impact = Impact(lines=tuple(object_lines))
             if statement.drops_dependents and statement.in_transaction:
                 drop_lines, drops = await _drop_lines(pools, statement, seconds)
-                return replace(impact, lines=(*impact.lines, *cascades, *drop_lines), drops=drops)
-            return replace(impact, lines=(*impact.lines, *cascades))
+                return replace(impact, lines=(*impact.lines, *classification.cascades, *drop_lines), drops=drops)
+            return replace(impact, lines=(*impact.lines, *classification.cascades))
     except TimeoutError:
         return Impact(lines=(f"Impact preview: not finished within the {seconds:g} s time limit.",))
     except psycopg.Error as exc:
@@ -485,8 +484,9 @@ async def _data_impact(
     return Impact(lines=(line,), rows_affected=rows)
 
 
-async def _cascade_lines(connection: Connection, classification: Classification) -> list[str]:
-    """The tables foreign keys carry a DELETE, an UPDATE or a TRUNCATE to, which the statement does not name."""
+async def cascade_lines(connection: Connection, classification: Classification) -> tuple[str, ...]:
+    """The tables foreign keys carry a DELETE, an UPDATE or a TRUNCATE to, which the statement does not name, as the
+    question shows them (`Classification.cascades`)."""
     lines = []
     for kind, cascade in _CASCADES.items():
         if not (targets := quoted_targets(classification, {kind})):
@@ -501,7 +501,7 @@ async def _cascade_lines(connection: Connection, classification: Classification)
         ]
         if reached:
             lines.append(cascade.message.format(", ".join(reached)))
-    return lines
+    return tuple(lines)
 
 
 def _listed(names: list[str]) -> str:

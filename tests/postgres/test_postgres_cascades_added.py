@@ -1,8 +1,10 @@
-"""Red team: objects made while a person decides on a `DROP ... CASCADE`.
+"""Red team: objects made while a person decides on a change that cascades.
 
-The question lists what the DROP takes with it, from a dry run PostgreSQL rolls back. The approved run dropped
-whatever depended on it by then: a view created meanwhile over the table, a table created meanwhile in the schema
-dropped, went with it, though nobody was asked about them.
+The question lists what a `DROP ... CASCADE` takes with it (from a dry run PostgreSQL rolls back), and the tables
+foreign keys carry a DELETE, an UPDATE or a TRUNCATE to (from the catalog). The approved run went by the database
+as it was by then: a view created meanwhile over the table, a table created meanwhile in the schema dropped, went
+with the DROP; a table created meanwhile with a foreign key that cascades was emptied by `TRUNCATE ... CASCADE`, or
+had its rows deleted or changed by the DELETE or UPDATE, though nobody was asked about any of them.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ pytestmark = pytest.mark.anyio
 
 _FRESH = (
     "DROP SCHEMA IF EXISTS scratch CASCADE",
-    "DROP TABLE IF EXISTS items CASCADE",
+    "DROP TABLE IF EXISTS items, refs CASCADE",
     "CREATE TABLE items (id integer PRIMARY KEY, label text)",
     "INSERT INTO items VALUES (1, 'a'), (2, 'b')",
     "CREATE VIEW seen_v AS SELECT id FROM items",
@@ -105,3 +107,40 @@ async def test_through_the_server_a_view_made_while_asking_is_not_dropped(
     assert "unseen_v" in "".join(getattr(block, "text", "") for block in result.content)
     assert ("public", "unseen_v") in _relations(fresh)
     assert ("public", "items") in _relations(fresh)
+
+
+# A table whose foreign key cascades every change of items, made while a person decides.
+_REFERENCING = (
+    "CREATE TABLE refs (item integer REFERENCES items ON DELETE CASCADE ON UPDATE CASCADE)",
+    "INSERT INTO refs VALUES (1), (2)",
+)
+
+
+@pytest.mark.parametrize(
+    "sql",
+    ["TRUNCATE items CASCADE", "DELETE FROM items WHERE id = 1", "UPDATE items SET id = 10 WHERE id = 1"],
+)
+async def test_a_foreign_key_made_while_asking_does_not_carry_the_change(fresh: PgDatabase, sql: str) -> None:
+    """Counted or not: the count binds the rows of the table the statement names, not those a key's action changes."""
+    shown, impact = await fresh.asked(sql)
+    fresh.run_as_owner(*_REFERENCING)
+
+    with pytest.raises(ChangedSinceQuestion, match="refs"):
+        await fresh.run_approved(shown, impact.rows_affected, impact.drops)
+
+    assert not any("refs" in line for line in impact.lines), impact.lines
+    assert fresh.rows("SELECT item FROM refs ORDER BY 1") == [(1,), (2,)]
+    assert fresh.rows("SELECT id FROM items ORDER BY 1") == [(1,), (2,)]
+
+
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+async def test_through_the_server_a_foreign_key_made_while_asking_empties_nothing(
+    fresh: PgDatabase, tmp_path: Path, mode: str
+) -> None:
+    """Refused when the approved statement runs (legacy era), or asked again, naming refs (2026-07-28)."""
+    responder = ChangesWhileDeciding(pg=fresh, meanwhile=_REFERENCING)
+    result, decisions = await fresh.call_execute_query("TRUNCATE items CASCADE", tmp_path / "audit.db", responder, mode)
+
+    assert "executed" not in decisions, decisions
+    assert result.is_error or "refs" in responder.asked[-1].message, result
+    assert fresh.rows("SELECT item FROM refs ORDER BY 1") == [(1,), (2,)]
