@@ -1,7 +1,9 @@
 """A hand-written MCP server over stdio (handshake era), for replies the SDK's own servers never send.
 
 `python -m tests.client.raw_stdio_server` lists the tools in TOOLS, one of whose input schemas is not a schema,
-and answers a call to any of them with its name and arguments.
+and answers a call to any of them with its name and arguments. With an argument, its handshake goes wrong:
+`no-capabilities` (a result MCP does not allow), `version=V` (a protocol version of its choosing), `not-utf8` (a
+line of bytes that are not UTF-8 first, then the handshake as usual).
 """
 
 from __future__ import annotations
@@ -23,17 +25,26 @@ def reply(message_id: Any, result: dict[str, Any]) -> None:
 
 
 def main() -> None:
+    handshake = sys.argv[1] if len(sys.argv) > 1 else ""
+    if handshake == "not-utf8":
+        sys.stdout.buffer.write(b"\xff\xfe not utf-8 \xc3\x28\n")
+        sys.stdout.flush()
     for line in sys.stdin:
         message = json.loads(line)
         method, message_id = message.get("method"), message.get("id")
         if message_id is None:
             continue  # a notification
         if method == "initialize":
-            reply(message_id, {
-                "protocolVersion": "2025-11-25",
+            result = {
+                "protocolVersion": handshake.removeprefix("version=")
+                if handshake.startswith("version=")
+                else "2025-11-25",
                 "capabilities": {"tools": {}},
                 "serverInfo": {"name": "Raw", "version": "1"},
-            })  # fmt: skip
+            }
+            if handshake == "no-capabilities":
+                del result["capabilities"]
+            reply(message_id, result)
         elif method == "tools/list":
             reply(message_id, {"tools": TOOLS})
         elif method == "tools/call":

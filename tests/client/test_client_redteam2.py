@@ -206,6 +206,37 @@ def test_a_malformed_tool_can_still_be_called_by_name() -> None:
     assert "Traceback" not in result.stderr
 
 
+@pytest.mark.parametrize(
+    ("handshake", "said"),
+    [
+        ("no-capabilities", "it answered in a form MCP does not allow (capabilities: Field required)"),
+        ("version=2024-10-07", "Unsupported protocol version from the server: 2024-10-07"),
+        # The server's own text reaches the terminal without its escape sequences and backspaces.
+        ("version=2025\x1b]0;PWNED\x07\x1b[31m\x08\x08", "Unsupported protocol version from the server: 2025"),
+    ],
+)
+def test_a_handshake_the_client_cannot_use_is_one_clear_line(handshake: str, said: str) -> None:
+    """It ended in a traceback (pydantic's ValidationError, the SDK's RuntimeError) that printed the server's text
+    as it was."""
+    result = safedb("call", "--stdio", f"{RAW_SERVER} {shlex.quote(handshake)}", "echo")
+    assert result.returncode == 1
+    assert f"Cannot talk to {sys.executable} -m tests.client.raw_stdio_server" in result.stderr, result.stderr
+    assert said in result.stderr, result.stderr
+    assert "Traceback" not in result.stderr
+    assert "\x1b" not in result.stderr
+    assert "\x08" not in result.stderr
+
+
+def test_bytes_that_are_not_utf8_on_a_servers_stdout_are_reported_and_the_session_goes_on() -> None:
+    """The first such byte ended the reading of the server's stdout for good: the handshake waited for its timeout,
+    then a traceback (a call under way waited for a day)."""
+    result = safedb("call", "--stdio", f"{RAW_SERVER} not-utf8", "echo", "word=hi")
+    assert result.returncode == 0, result.stderr
+    assert _called(result.stdout) == {"name": "echo", "arguments": {"word": "hi"}}
+    assert "not an MCP message (ignored)" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
 # -- an SDK error from inside a task group -------------------------------------------------------------------------
 
 

@@ -78,6 +78,21 @@ def test_no_match_gives_the_default_action() -> None:
     assert decide(AnswerRules(default="cancel"), request("x")).result.action == "cancel"
 
 
+def test_an_accepting_default_gives_the_schemas_defaults_and_is_checked_like_a_rule() -> None:
+    """It sent `accept` with no content at all: required fields missing, defaults not filled, nothing checked."""
+    accepting = AnswerRules(default="accept")
+    decision = decide(accepting, request("anything"))
+    assert decision.result.action == "cancel"  # confirm and justification are required and have no default
+    assert decision.result.content is None
+    assert "confirm" in decision.reason
+
+    optional = ElicitRequestFormParams(
+        message="x", requested_schema={"type": "object", "properties": {"n": {"type": "integer", "default": 5}}}
+    )
+    decision = decide(accepting, ElicitationRequest(ServerIdentity("S", "t"), optional, Era.HANDSHAKE))
+    assert (decision.result.action, decision.result.content) == ("accept", {"n": 5})
+
+
 def test_rule_content_that_does_not_fit_the_schema_is_never_sent() -> None:
     decision = decide(RULES, request("hello", tool="bad_tool"))
     assert decision.result.action == "cancel"

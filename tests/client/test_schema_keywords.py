@@ -108,6 +108,19 @@ def test_annotations_are_ignored_and_the_constraints_beside_them_checked() -> No
         ({"type": "string", "enum": ["a", "b"], "const": "c"}, "'c' is not one of its options"),
         ({"type": "integer", "enum": ["one", 1.5]}, "no value of its type fits"),
         ({"type": "integer", "minimum": 5, "const": 4}, "no value of its type fits"),
+        # Both limits hold: the one outside a nullable anyOf took the place of the one inside, and 50 was sent.
+        (
+            {"anyOf": [{"type": "integer", "maximum": 5}, {"type": "null"}], "maximum": 100},
+            "both inside and outside anyOf \\(maximum\\)",
+        ),
+        (
+            {"oneOf": [{"type": "string", "enum": ["dry-run"]}, {"type": "null"}], "enum": ["dry-run", "production"]},
+            "both inside and outside oneOf \\(enum\\)",
+        ),
+        (
+            {"anyOf": [{"type": "string", "maxLength": 3, "pattern": "a"}, {"type": "null"}], "maxLength": 9},
+            "both inside and outside anyOf \\(maxLength\\)",
+        ),
     ],
 )
 def test_fields_with_keywords_the_client_cannot_check_are_refused(spec: dict[str, Any], problem: str) -> None:
@@ -128,3 +141,11 @@ def test_schemas_with_keywords_the_client_cannot_check_are_refused(extra: dict[s
     schema = {"type": "object", "properties": {"x": {"type": "string"}, "y": {"type": "string"}}, **extra}
     with pytest.raises(UnsupportedSchema, match=f"the requested schema {problem}"):
         parse_requested_schema(schema)
+
+
+def test_a_nullable_field_keeps_its_limits_and_takes_its_description_from_outside() -> None:
+    spec = {"anyOf": [{"type": "integer", "maximum": 5}, {"type": "null"}], "maximum": 5, "title": "Replicas"}
+    (field,) = parse_requested_schema({"type": "object", "properties": {"n": spec}}).fields
+    assert (field.title, field.maximum) == ("Replicas", 5)
+    with pytest.raises(InvalidValue, match="less than or equal to 5"):
+        check_value(field, 50)

@@ -15,6 +15,7 @@ import httpx2
 from mcp.shared.exceptions import MCPError
 from prompt_toolkit.application import create_app_session
 from prompt_toolkit.output import create_output
+from pydantic import ValidationError
 
 from safedb.cli_options import abandon_stdout, output_failure
 from safedb.client.config_variables import PromptInput
@@ -24,6 +25,7 @@ from safedb.client.demo import demo_server, run_demo
 from safedb.client.form import TerminalAnswerer
 from safedb.client.interrupts import Interrupted, cancelled_by
 from safedb.client.requests import Answerer
+from safedb.client.result_type import first_problem
 from safedb.client.rules import AnswerRules, RuleAnswerer, RuleDecision, RulesFileError, load_rules
 from safedb.client.sanitize import clean_text
 from safedb.client.session import CommandRunner, interact, run_script
@@ -260,7 +262,14 @@ def _run(target: Target, answerer: Answerer, era: str, work: Callable[[Connectio
         if isinstance(error, _OutputFailed) and isinstance(error.error, BrokenPipeError):
             sys.exit(1)  # the reader of stdout went away (`| head`): end quietly, as click does
         raise click.ClickException(str(error)) from None
-    except* (OSError, httpx2.HTTPError, MCPError, EraUnavailable) as group:
+    except* ValidationError as group:  # its handshake, in a form MCP does not allow
+        error = _first_error(group)
+        problem = first_problem(error) if isinstance(error, ValidationError) else str(error)
+        raise click.ClickException(
+            f"Cannot talk to {target.describe()}: it answered in a form MCP does not allow ({clean_text(problem)})"
+        ) from None
+    # RuntimeError: the SDK's, for a protocol version it does not speak, quoting the server.
+    except* (OSError, httpx2.HTTPError, MCPError, EraUnavailable, RuntimeError) as group:
         raise click.ClickException(f"Cannot talk to {target.describe()}: {_first_message(group)}") from None
 
 

@@ -168,8 +168,6 @@ class Connection:
         try:
             try:
                 return await self.client.call_tool(name, arguments, read_timeout_seconds=STREAM_READ_TIMEOUT)
-            except ValidationError as exc:
-                raise self._malformed(exc) from None
             except MCPError as exc:
                 if connection_lost(exc):
                     # The server is gone, so a question still being asked cannot be answered; on a terminal its
@@ -178,6 +176,8 @@ class Connection:
                 if exc.code != URL_ELICITATION_REQUIRED or not await self._complete_required_urls(exc):
                     raise
             return await self.client.call_tool(name, arguments, read_timeout_seconds=STREAM_READ_TIMEOUT)
+        except ValidationError as exc:  # the first call's result or, after the pages, the retry's
+            raise self._malformed(exc) from None
         finally:
             self._running_tools.remove(name)
 
@@ -266,7 +266,13 @@ async def connect(target: Target, answerer: Answerer, era: str = "auto") -> Asyn
             )
         else:
             parameters = StdioServerParameters(
-                command=target.command, args=list(target.args), env=dict(target.env or {}) or None, cwd=target.cwd
+                command=target.command,
+                args=list(target.args),
+                env=dict(target.env or {}) or None,
+                cwd=target.cwd,
+                # A byte that is not UTF-8 ended the reading of the server's stdout for good ("strict"), and the
+                # session hung; replaced, its line is reported as not an MCP message and the session goes on.
+                encoding_error_handler="replace",
             )
             transport = stdio_transport(parameters)  # its stderr cleaned, as all server text
         client = Client(

@@ -64,7 +64,7 @@ class TerminalAnswerer:
         try:
             form = parse_requested_schema(params.requested_schema)
         except UnsupportedSchema as exc:
-            self.say(f"This form cannot be shown: {exc}.", "ansired")
+            self.say(f"This form cannot be shown: {clean_text(str(exc))}.", "ansired")
             action = await self._choose("Answer [d]ecline or [c]ancel: ", {"d": "decline", "c": "cancel"})
             return ElicitResult(action=action)  # type: ignore[arg-type]
         self._describe_form(form)

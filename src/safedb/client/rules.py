@@ -6,7 +6,7 @@ glob), the tool being called (glob), the message (regular expression, searched) 
 or url); a missing condition matches anything. Accepted content starts from the schema's defaults
 and is checked against the schema like a typed answer: content that does not fit is never sent, the
 question is cancelled instead. When no rule matches, the `default` action answers (decline unless
-set).
+set); an accepting default gives the schema's defaults, checked likewise.
 
     {"default": "decline",
      "rules": [{"server": "SafeDB", "tool": "execute_query", "message": "DELETE FROM scratch_",
@@ -150,16 +150,18 @@ def decide(rules: AnswerRules, request: ElicitationRequest) -> RuleDecision:
     """The answer the rules give to one request."""
     found = rules.first_match(request)
     if found is None:
-        return RuleDecision(request, ElicitResult(action=rules.default), "no rule matched, default action")
-    number, rule = found
-    reason = f"rule {number}"
-    if rule.action != "accept":
-        return RuleDecision(request, ElicitResult(action=rule.action), reason)
+        # An accepting default is an accept rule with no content of its own: checked against the form all the same.
+        action, given, reason = rules.default, {}, "no rule matched, default action"
+    else:
+        number, rule = found
+        action, given, reason = rule.action, rule.content, f"rule {number}"
+    if action != "accept":
+        return RuleDecision(request, ElicitResult(action=action), reason)
     if not isinstance(request.params, ElicitRequestFormParams):
         return RuleDecision(request, ElicitResult(action="accept"), f"{reason} (consent to the URL; nothing is opened)")
     try:
         form = parse_requested_schema(request.params.requested_schema)
-        content = validate_content(form, {**default_content(form), **rule.content})
+        content = validate_content(form, {**default_content(form), **given})
     except (UnsupportedSchema, InvalidAnswer) as exc:
         return RuleDecision(request, ElicitResult(action="cancel"), f"{reason} gave an answer that does not fit: {exc}")
     return RuleDecision(request, ElicitResult(action="accept", content=content), reason)

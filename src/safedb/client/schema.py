@@ -71,7 +71,7 @@ def parse_requested_schema(schema: Mapping[str, Any]) -> ElicitationForm:
 def _parse_field(name: str, spec: Any, required: bool) -> FormField:
     if not isinstance(spec, Mapping):
         raise UnsupportedSchema(f"property {name!r} is not a schema object")
-    spec = _without_null(spec)
+    spec = _without_null(name, spec)
     kind_name = spec.get("type")
     common: dict[str, Any] = {
         "name": name,
@@ -105,7 +105,11 @@ def _parse_field(name: str, spec: Any, required: bool) -> FormField:
     return field
 
 
-def _without_null(spec: Mapping[str, Any]) -> Mapping[str, Any]:
+# What describes a field rather than limits its values: given outside a nullable `anyOf`, it describes the field.
+_ANNOTATIONS = frozenset({"title", "description", "default"})
+
+
+def _without_null(name: str, spec: Mapping[str, Any]) -> Mapping[str, Any]:
     """The property with null taken out of the types it allows.
 
     Pydantic writes an optional field `x: str | None = None` as `{"anyOf": [{"type": "string"}, {"type":
@@ -123,6 +127,11 @@ def _without_null(spec: Mapping[str, Any]) -> Mapping[str, Any]:
         if len(others) != 1 or len(others) == len(branches) or not isinstance(others[0], Mapping):
             return spec
         outer = {keyword: value for keyword, value in spec.items() if keyword != options[0]}
+        # Both a limit inside the branch and one outside it must hold; one could not simply replace the other.
+        if twice := sorted(k for k in outer if k in others[0] and k not in _ANNOTATIONS and outer[k] != others[0][k]):
+            raise UnsupportedSchema(
+                f"property {name!r} limits its values both inside and outside {options[0]} ({', '.join(twice)})"
+            )
         spec = {**others[0], **outer}  # the outer title, description and default describe the field
     else:
         return spec

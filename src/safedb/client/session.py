@@ -128,6 +128,9 @@ class CommandRunner:
                 raise  # not an answer from the server: it is gone
             self.write(visible_json(error_json(exc.error), indent=2) if self._json_output else render_error(exc.error))
             return CommandOutcome(ok=False)
+        except RuntimeError as exc:  # e.g. a 2026-07-28 server that asks for input round after round, without end
+            self.write(f"Error: {clean_text(str(exc))}")
+            return CommandOutcome(ok=False)
         self.write(visible_json(result_json(result), indent=2) if self._json_output else render_result(result))
         return CommandOutcome(ok=not result.is_error)
 

@@ -19,6 +19,7 @@ from urllib.parse import urlsplit
 
 from safedb.client.config_variables import AskInput, ConfigVariableError, ConfigVariables
 from safedb.client.data_files import DataFileError, read_data_file
+from safedb.client.sanitize import clean_text
 
 
 class TargetError(ValueError):
@@ -31,7 +32,7 @@ class HttpTarget:
     headers: Mapping[str, str] = field(default_factory=dict)
 
     def describe(self) -> str:
-        return self.url
+        return clean_text(self.url, multiline=False)
 
 
 @dataclass(frozen=True)
@@ -42,7 +43,9 @@ class StdioTarget:
     cwd: str | None = None
 
     def describe(self) -> str:
-        return shlex.join([self.command, *self.args])
+        """The command line, as shown wherever the client names the server: a configuration file is not trusted
+        to keep escape sequences out of its command and arguments."""
+        return clean_text(shlex.join([self.command, *self.args]), multiline=False)
 
 
 Target = HttpTarget | StdioTarget
