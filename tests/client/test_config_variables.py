@@ -232,3 +232,20 @@ def test_an_unset_environment_variable_is_empty_with_a_warning(tmp_path: Path, m
         "${env:SAFEDB_TEST_SURELY_UNSET}: the environment variable SAFEDB_TEST_SURELY_UNSET is not set; it gives an "
         "empty value"
     ]
+
+
+@pytest.mark.parametrize(
+    "entry",
+    [
+        {"command": "server\x00x"},
+        {"command": "server", "args": ["a\x00b"]},
+        {"command": "server", "env": {"KEY\x00": "v"}},
+        {"command": "server", "env": {"KEY": "v\x00"}},
+        {"command": "server", "cwd": "/tmp\x00"},
+    ],
+)
+def test_a_nul_character_in_a_stdio_entry_is_refused_in_one_line(tmp_path: Path, entry: dict[str, Any]) -> None:
+    """Starting the server failed with a traceback (`ValueError: embedded null byte`)."""
+    config = write_config(tmp_path / "mcp.json", {"mcpServers": {"a": entry}})
+    with pytest.raises(TargetError, match="contain a NUL character"):
+        config_target(config, "a")

@@ -105,6 +105,10 @@ def test_annotations_are_ignored_and_the_constraints_beside_them_checked() -> No
         ({"type": "string", "pattern": "^(?<year>[0-9]{4})$"}, "cannot be checked here"),  # ECMA-262 spelling
         ({"type": "string", "pattern": "("}, "cannot be checked here"),
         ({"type": "string", "enum": ["a"], "oneOf": [{"const": "b"}]}, "lists its options twice"),
+        (
+            {"type": "string", "oneOf": [{"const": "a", "title": "Safe"}, {"const": "a", "title": "Danger"}]},
+            "gives the value 'a' to more than one option",
+        ),
         ({"type": "string", "enum": ["a", "b"], "const": "c"}, "'c' is not one of its options"),
         ({"type": "integer", "enum": ["one", 1.5]}, "no value of its type fits"),
         ({"type": "integer", "minimum": 5, "const": 4}, "no value of its type fits"),
@@ -149,3 +153,13 @@ def test_a_nullable_field_keeps_its_limits_and_takes_its_description_from_outsid
     assert (field.title, field.maximum) == ("Replicas", 5)
     with pytest.raises(InvalidValue, match="less than or equal to 5"):
         check_value(field, 50)
+
+
+def test_an_integer_in_another_form_is_taken_only_while_a_float_holds_it_exactly() -> None:
+    """1e23 was sent as 99999999999999991611392, the float's own digits."""
+    (field,) = parse_requested_schema({"type": "object", "properties": {"n": {"type": "integer"}}}).fields
+    assert check_value(field, 3.0) == 3
+    assert check_value(field, 2.0**53) == 2**53
+    assert check_value(field, 10**23) == 10**23  # written in digits: exact
+    with pytest.raises(InvalidValue, match="written in digits"):
+        check_value(field, 1e23)

@@ -198,8 +198,16 @@ def _number(value: Any) -> Any:
     return value
 
 
+# Past 2**53 a float is not the whole number it was written as (1e23 is 99999999999999991611392).
+_EXACT_FLOAT_INTEGERS = 2**53
+
+
 def _integer(value: Any) -> Any:
     if isinstance(value, float) and value.is_integer():
+        if abs(value) > _EXACT_FLOAT_INTEGERS:
+            raise ValueError(
+                "must be a whole number written in digits (a number this large in another form is not exact)"
+            )
         return int(value)
     if isinstance(value, bool) or not isinstance(value, int):
         raise ValueError("must be a whole number")

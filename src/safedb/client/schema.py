@@ -222,6 +222,11 @@ def _titled_choices(name: str, options: Any) -> tuple[Choice, ...]:
         _refuse_unchecked(option, schema_keywords.TITLED_OPTION, f"an option of property {name!r}")
         title = option.get("title")
         choices.append(Choice(option["const"], title if isinstance(title, str) else option["const"]))
+    values = [choice.value for choice in choices]
+    if twice := sorted({value for value in values if values.count(value) > 1}):
+        # Under oneOf a value two options give matches both, so no answer would be valid; under anyOf the person
+        # could not tell which of the titles they chose.
+        raise UnsupportedSchema(f"property {name!r} gives the value {twice[0]!r} to more than one option")
     return tuple(choices)
 
 

@@ -161,7 +161,12 @@ def _entry_target(name: str, entry: Any, substitute: Callable[[str], str]) -> Ta
             raise TargetError(f"Server {name!r}: 'command' is empty once its variables are substituted")
         arguments = tuple(substitute(arg) for arg in args)  # in the order of the entry: inputs are asked so
         env = _string_map(entry.get("env"), name, "env", substitute) or None
-        return StdioTarget(program, arguments, env, substitute(cwd) if cwd is not None else None)
+        directory = substitute(cwd) if cwd is not None else None
+        # The operating system takes none of these with a NUL character in it: starting the server would fail.
+        texts = [program, *arguments, *(env or {}), *(env or {}).values(), directory or ""]
+        if any("\x00" in text for text in texts):
+            raise TargetError(f"Server {name!r}: its command, args, env or cwd contain a NUL character (\\u0000)")
+        return StdioTarget(program, arguments, env, directory)
     raise TargetError(f"Server {name!r} has neither 'url' nor 'command'")
 
 
