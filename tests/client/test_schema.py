@@ -185,6 +185,14 @@ def test_a_dash_chooses_nothing_when_the_schema_allows_it() -> None:
     assert parse_text(multi_select(["-", "a"]), "-") == ["-"]  # an option spelled "-" is still chosen by it
 
 
+def test_when_an_option_is_called_a_dash_none_is_typed_as_empty_quotes() -> None:
+    """An empty selection was pre-filled as `-`, which read back as the option `-` (say, ALL_USERS titled `-`)."""
+    field = multi_select(["-", "a"])
+    assert value_text(field, []) == '""'
+    assert parse_text(field, value_text(field, [])) == []
+    assert '"" for none' in hint(field)
+
+
 def test_choices_with_commas_are_typed_and_prefilled_in_quotes() -> None:
     field = multi_select(["Smith, John", "Doe", 'Say "hi"', '"Quoted"'])
     chosen = ["Smith, John", "Doe", '"Quoted"']

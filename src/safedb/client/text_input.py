@@ -64,7 +64,7 @@ def value_text(field: FormField, value: Any) -> str:
         case FieldKind.BOOLEAN:
             return "yes" if value else "no"
         case FieldKind.MULTI_CHOICE:
-            return ", ".join(_quoted(str(item)) for item in value) or NO_CHOICE
+            return ", ".join(_quoted(str(item)) for item in value) or no_choice(field)
         case _:
             return str(value)
 
@@ -102,7 +102,7 @@ def hint(field: FormField) -> str:
             if any("," in choice.value or "," in choice.label for choice in field.choices):
                 parts.append('a choice with a comma goes in "double quotes"')
             if field.allows_no_choice:
-                parts.append(f"{NO_CHOICE} for none")
+                parts.append(f"{no_choice(field)} for none")
         case FieldKind.TEXT:
             parts.append(field.string_format.value if field.string_format is not None else "text")
             if field.pattern is not None:
@@ -148,6 +148,12 @@ def _number(text: str, kind: FieldKind) -> int | float:
 
 def _is_number(text: str) -> bool:
     return text.isascii() and text.isdigit()
+
+
+def no_choice(field: FormField) -> str:
+    """What to type for no choice in a multi-select: `-`, unless an option is called that; then `""` (an empty
+    item, which `_choices` leaves out)."""
+    return '""' if field.choice_for(NO_CHOICE) is not None or _labelled(field, NO_CHOICE) else NO_CHOICE
 
 
 def _choices(field: FormField, text: str) -> list[str]:
