@@ -22,12 +22,17 @@ pytestmark = pytest.mark.anyio
 
 _FRESH = (
     "DROP SCHEMA IF EXISTS scratch CASCADE",
-    "DROP TABLE IF EXISTS items, refs CASCADE",
+    "DROP TABLE IF EXISTS items, refs, parted, kid CASCADE",
     "CREATE TABLE items (id integer PRIMARY KEY, label text)",
     "INSERT INTO items VALUES (1, 'a'), (2, 'b')",
     "CREATE VIEW seen_v AS SELECT id FROM items",
     "CREATE SCHEMA scratch",
     "CREATE TABLE scratch.seen (id integer)",
+    "CREATE TABLE parted (id integer) PARTITION BY RANGE (id)",
+    "CREATE TABLE parted_low PARTITION OF parted FOR VALUES FROM (0) TO (3)",
+    "INSERT INTO parted VALUES (1)",
+    "CREATE TABLE kid (id integer)",
+    "INSERT INTO kid VALUES (3), (5)",
 )
 
 # The DROP, what is made meanwhile, and what the DROP takes (its question shows all but the first).
@@ -144,3 +149,42 @@ async def test_through_the_server_a_foreign_key_made_while_asking_empties_nothin
     assert "executed" not in decisions, decisions
     assert result.is_error or "refs" in responder.asked[-1].message, result
     assert fresh.rows("SELECT item FROM refs ORDER BY 1") == [(1,), (2,)]
+
+
+# A table made part of another while a person decides: it then goes with a TRUNCATE or DROP of that table.
+JOINED_MEANWHILE = {
+    "truncate-an-inheritance-parent": (
+        "TRUNCATE items",
+        "ALTER TABLE kid ADD COLUMN label text; ALTER TABLE kid ALTER COLUMN id SET NOT NULL; "
+        "ALTER TABLE kid INHERIT items",
+    ),
+    "truncate-a-partitioned-table": (
+        "TRUNCATE parted",
+        "ALTER TABLE parted ATTACH PARTITION kid FOR VALUES FROM (3) TO (9)",
+    ),
+    "drop-a-partitioned-table": (
+        "DROP TABLE parted",
+        "ALTER TABLE parted ATTACH PARTITION kid FOR VALUES FROM (3) TO (9)",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(JOINED_MEANWHILE))
+async def test_a_table_joined_to_the_one_emptied_or_dropped_while_asking_is_left_alone(
+    fresh: PgDatabase, case: str
+) -> None:
+    sql, joined = JOINED_MEANWHILE[case]
+    shown, impact = await fresh.asked(sql)
+    fresh.run_as_owner(*joined.split("; "))
+
+    with pytest.raises(ChangedSinceQuestion, match="kid"):
+        await fresh.run_approved(shown, impact.rows_affected, impact.drops)
+
+    assert not any("kid" in line for line in impact.lines), impact.lines
+    assert fresh.rows("SELECT id FROM kid ORDER BY 1") == [(3,), (5,)]
+
+
+async def test_the_question_names_the_partitions_a_truncate_empties_and_a_drop_drops(fresh: PgDatabase) -> None:
+    (_, truncate), (_, drop) = [await fresh.asked(sql) for sql in ("TRUNCATE parted", "DROP TABLE parted")]
+    assert any(line.endswith("or are its partitions: parted_low.") for line in truncate.lines), truncate.lines
+    assert "It also drops its partitions: parted_low." in drop.lines, drop.lines

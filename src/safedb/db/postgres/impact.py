@@ -169,6 +169,16 @@ WITH RECURSIVE reached(oid, action) AS (
 )
 SELECT oid::regclass::text, string_agg(DISTINCT action, '') FROM reached GROUP BY 1 ORDER BY 1
 """
+# The tables beneath those named: their children (inheritance) and partitions, at any depth.
+_DESCENDANTS_SQL = """
+WITH RECURSIVE tree(oid) AS (
+    SELECT i.inhrelid FROM pg_inherits i
+    WHERE i.inhparent IN (SELECT to_regclass(name) FROM unnest(%(targets)s::text[]) AS name)
+    UNION
+    SELECT i.inhrelid FROM tree JOIN pg_inherits i ON i.inhparent = tree.oid
+)
+SELECT c.oid::regclass::text, c.relispartition FROM tree JOIN pg_class c ON c.oid = tree.oid ORDER BY 1
+"""
 _ACTION_NAMES = {"a": "NO ACTION", "r": "RESTRICT", "c": "CASCADE", "n": "SET NULL", "d": "SET DEFAULT"}
 _CHANGING_ACTIONS = ["c", "n", "d"]
 
@@ -501,6 +511,19 @@ async def cascade_lines(connection: Connection, classification: Classification) 
         ]
         if reached:
             lines.append(cascade.message.format(", ".join(reached)))
+    # A TRUNCATE empties the tables beneath a table too, and a DROP drops its partitions (children by inheritance
+    # only with CASCADE, which PostgreSQL then reports as it does every other dependent: `Impact.drops`).
+    if targets := quoted_targets(classification, {ChangeKind.TRUNCATE}):
+        cursor = await connection.execute(_DESCENDANTS_SQL, {"targets": targets})
+        if beneath := [name for name, _ in await cursor.fetchall()]:
+            listed = ", ".join(beneath)
+            lines.append(
+                f"Unless it says ONLY, it also empties the tables that inherit from it or are its partitions: {listed}."
+            )
+    if targets := quoted_targets(classification, {ChangeKind.DROP}):
+        cursor = await connection.execute(_DESCENDANTS_SQL, {"targets": targets})
+        if partitions := [name for name, is_partition in await cursor.fetchall() if is_partition]:
+            lines.append(f"It also drops its partitions: {', '.join(partitions)}.")
     return tuple(lines)
 
 
