@@ -190,8 +190,9 @@ class Classification:
     mean another table later (one of that name created in a schema searched first); an approval holds only for
     the tables it was asked about."""
     cascades: tuple[str, ...] = ()
-    """PostgreSQL: the tables foreign keys carry the statement's DELETE, UPDATE or TRUNCATE to, as its question shows
-    them. A foreign key added while a person decides carries it further; an approval holds only for these."""
+    """PostgreSQL: the tables foreign keys carry the statement's DELETE, UPDATE or TRUNCATE to, and the children and
+    partitions of a table it empties or drops, as its question shows them. A foreign key added, or a partition
+    attached, while a person decides takes the change further; an approval holds only for these."""
     stored_code: tuple[str, ...] = ()
     """PostgreSQL, for a data change: what the stored code (defaults, constraints, indexes, casts) of the tables it
     reaches calls that a rollback may not undo, with a fingerprint of each user-defined function. A default or

@@ -7,9 +7,9 @@ judged. Either may no longer hold: a table of the same name created in a schema 
 takes the name over; a trigger, rule, policy or default added to a table runs code nobody saw; a view redefined
 makes a change through it land in another table, or calls a function nobody saw; a function redefined writes.
 Every approval covers the triggers, rules and event triggers its question named (`Classification.runs`), the
-relations beneath the views it changes (`Classification.through_views`), the tables its foreign keys carry it to
-(`Classification.cascades`), the calls with effects it showed, and the code the tables' defaults, constraints and
-indexes call (`Classification.stored_code`), and no others.
+relations beneath the views it changes (`Classification.through_views`), the other tables it reaches (through
+foreign keys, or as children and partitions: `Classification.cascades`), the calls with effects it showed, and the
+code the tables' defaults, constraints and indexes call (`Classification.stored_code`), and no others.
 """
 
 from __future__ import annotations
@@ -95,7 +95,8 @@ async def check_stored_code_unchanged(connection: Connection, approved: Classifi
 
 
 async def check_cascades_unchanged(connection: Connection, approved: Classification) -> None:
-    """Raise ChangedSinceQuestion when foreign keys would now carry the change to tables its question did not name."""
+    """Raise ChangedSinceQuestion when the change would now reach tables its question did not name: through foreign
+    keys, or as the children and partitions of a table it empties or drops."""
     if unseen := [line for line in await cascade_lines(connection, approved) if line not in approved.cascades]:
         raise ChangedSinceQuestion(f"now: {' '.join(unseen)}")
 

@@ -495,8 +495,8 @@ async def _data_impact(
 
 
 async def cascade_lines(connection: Connection, classification: Classification) -> tuple[str, ...]:
-    """The tables foreign keys carry a DELETE, an UPDATE or a TRUNCATE to, which the statement does not name, as the
-    question shows them (`Classification.cascades`)."""
+    """The tables foreign keys carry a DELETE, an UPDATE or a TRUNCATE to, which the statement does not name, and
+    those beneath a table it empties or drops, as the question shows them (`Classification.cascades`)."""
     lines = []
     for kind, cascade in _CASCADES.items():
         if not (targets := quoted_targets(classification, {kind})):
