@@ -35,6 +35,7 @@ from safedb.db.postgres.connections import (
     set_statement_timeout,
 )
 from safedb.db.postgres.counting import count_is_a_read
+from safedb.db.postgres.prepared import ReaderStatement
 from safedb.db.postgres.results import run_counted
 from safedb.db.postgres.shadowing import begin_catalog_work
 from safedb.db.postgres.stored_code import EXTENSION_MEMBER, MET_TYPES, PATTERNS, REACHED_CODE
@@ -154,6 +155,8 @@ UNION
 SELECT f.label, 'always', n.nspname, p.proname, p.provolatile::text, {EXTENSION_MEMBER}, {_DEFINITION}
 FROM user_casts f JOIN pg_proc p ON p.oid = f.proc JOIN pg_namespace n ON n.oid = p.pronamespace
 """
+# Prepared in each reader session: parsing and planning it took longer than running it (as `catalog._FUNCTIONS`).
+_TABLE_CODE = ReaderStatement("safedb_table_code", _TABLE_CODE_SQL)
 
 # Tables a foreign key carries the change to. Deletes travel on through ON DELETE CASCADE; updates of a
 # key through ON UPDATE CASCADE (whether the statement changes a key is not known: "may"); TRUNCATE ...
@@ -363,8 +366,9 @@ async def _obstacles(
             found.append(
                 _Obstacle(table.name, "an identity column draws from a sequence, which a rollback does not undo")
             )
-    cursor = await connection.execute(_TABLE_CODE_SQL, {**targets, **PATTERNS})
-    for name, bucket, schema, function_name, volatility, extension, _ in await cursor.fetchall():
+    for name, bucket, schema, function_name, volatility, extension, _ in await _TABLE_CODE.rows(
+        connection, {**targets, **PATTERNS}
+    ):
         function = CatalogFunction.from_stored_code(schema, function_name, volatility, extension)
         if undone_by_rollback(function):
             continue
@@ -399,9 +403,9 @@ async def stored_code_calls(connection: Connection, classification: Classificati
     changes, those its foreign keys' actions change, their children) calls that a rollback may not undo, each with
     a fingerprint of a user-defined function's definition; sorted. A default, constraint or index added while a
     person decides, or a function of one replaced, runs code nobody saw: an approval holds only for these."""
-    cursor = await connection.execute(_TABLE_CODE_SQL, {"targets": quoted_tables(classification), **PATTERNS})
+    rows = await _TABLE_CODE.rows(connection, {"targets": quoted_tables(classification), **PATTERNS})
     found: set[str] = set()
-    for name, bucket, schema, function_name, volatility, extension, definition in await cursor.fetchall():
+    for name, bucket, schema, function_name, volatility, extension, definition in rows:
         function = CatalogFunction.from_stored_code(schema, function_name, volatility, extension)
         if not undone_by_rollback(function):
             fingerprint = f" (definition {definition})" if definition else ""
