@@ -16,8 +16,8 @@ from __future__ import annotations
 
 from safedb.db.postgres import catalog, function_bodies, views
 from safedb.db.postgres.connections import Connection
-from safedb.db.postgres.fired_code import DATA_KINDS, check_fired_unchanged, lock_changed_tables, lock_read_relations
-from safedb.db.postgres.impact import cascade_lines, changed_since_dry_run, stored_code_calls
+from safedb.db.postgres.fired_code import check_fired_unchanged, lock_changed_tables, lock_read_relations
+from safedb.db.postgres.impact import DATA_KINDS, cascade_lines, changed_since_dry_run, stored_code_calls
 from safedb.errors import ChangedSinceQuestion
 from safedb.sql.classification import ChangeCategory, Classification
 from safedb.sql.postgres_classifier import PostgresStatement
@@ -28,13 +28,16 @@ async def check_unchanged(
 ) -> None:
     """Raise ChangedSinceQuestion when the approval no longer covers what the statement would do now.
 
-    Run on the writer session the statement then runs on (its search path), in its transaction when it has one.
+    Run on the writer session the statement then runs on (its search path), in its transaction when it has one. The
+    catalog queries' settings (`catalog.for_catalog_queries`) hold for the checks, and the session's own for the
+    statement after them.
     """
     await check_names_unchanged(connection, approved)
     if statement.in_transaction:
         # Locking a view locks what its query reads too, down its chain: neither can be redefined until the end.
         await lock_changed_tables(connection, approved)
         await lock_read_relations(connection, [name.quoted() for name in statement.relations])
+    await catalog.for_catalog_queries(connection)
     await check_views_unchanged(connection, statement, approved)
     await check_calls_unchanged(connection, statement, approved)
     await check_fired_unchanged(connection, approved)
@@ -43,6 +46,7 @@ async def check_unchanged(
     # A count was shown only for a dry run of code a rollback undoes: it must still be so.
     if approved_rows is not None and (reasons := await changed_since_dry_run(connection, statement, approved)):
         raise ChangedSinceQuestion("; ".join(reasons))
+    await catalog.with_session_settings(connection)  # for the statement itself
 
 
 async def check_data_change_names(connection: Connection, approved: Classification) -> None:
@@ -68,9 +72,7 @@ async def check_views_unchanged(connection: Connection, statement: PostgresState
 async def check_calls_unchanged(connection: Connection, statement: PostgresStatement, approved: Classification) -> None:
     """Raise ChangedSinceQuestion when the statement would now call a function with effects its question did not
     show: a view it reads redefined to call one, a function it calls redefined to write."""
-    await catalog.for_catalog_queries(connection)
     calls = await function_bodies.calls_with_effects(connection, statement)
-    await catalog.with_session_settings(connection)  # for the statement itself
     if unseen := [change for change in calls if change not in approved.changes]:
         raise ChangedSinceQuestion(
             "; ".join(f"it would now run code its question did not show: {change}" for change in unseen)
@@ -87,9 +89,7 @@ async def check_stored_code_unchanged(connection: Connection, approved: Classifi
     question did not know of: a default, constraint or index added, a function of one replaced."""
     if not changes_rows(approved):
         return
-    await catalog.for_catalog_queries(connection)
     now = await stored_code_calls(connection, approved)
-    await catalog.with_session_settings(connection)  # for the statement itself
     if unseen := [call for call in now if call not in approved.stored_code]:
         raise ChangedSinceQuestion("; ".join(unseen))
 

@@ -11,14 +11,13 @@ stops (`check_fired_unchanged`).
 from __future__ import annotations
 
 from safedb.db.postgres.connections import Connection
-from safedb.db.postgres.impact import CLOSURE, quoted_targets
+from safedb.db.postgres.impact import CLOSURE, DATA_KINDS, quoted_targets
 from safedb.errors import ChangedSinceQuestion
 from safedb.sql.classification import ChangeKind, Classification
 
 # tgtype bits (PostgreSQL's TRIGGER_TYPE_*): INSERT 4, DELETE 8, UPDATE 16, TRUNCATE 32.
 _DATA_EVENTS = 4 | 8 | 16
 _TRUNCATE_EVENT = 32
-DATA_KINDS = frozenset({ChangeKind.INSERT, ChangeKind.UPDATE, ChangeKind.DELETE, ChangeKind.UPSERT, ChangeKind.MERGE})
 TABLE_EVENT_KINDS = DATA_KINDS | {ChangeKind.TRUNCATE}
 """Changes whose triggers are those of the tables they change."""
 # Changes that run no DDL command, so fire no event trigger (a function call may run one: it counts).
@@ -70,20 +69,21 @@ async def lock_changed_tables(connection: Connection, classification: Classifica
     nobody can then add a trigger or a rule to them, or enable one, until it ends. LOCK TABLE takes the tables'
     children too. A foreign table cannot be locked (its triggers are checked all the same)."""
     for kinds, mode in ((DATA_KINDS, "ROW EXCLUSIVE"), ({ChangeKind.TRUNCATE}, "ACCESS EXCLUSIVE")):
-        if not (targets := quoted_targets(classification, kinds)):
-            continue
-        cursor = await connection.execute(_LOCKABLE_SQL, {"targets": targets})
-        if lockable := [str(name) for (name,) in await cursor.fetchall()]:
-            await connection.execute(f"LOCK TABLE {', '.join(lockable)} IN {mode} MODE")
+        if targets := quoted_targets(classification, kinds):
+            await _lock(connection, targets, mode)
 
 
 async def lock_read_relations(connection: Connection, relations: list[str]) -> None:
     """Lock the tables and views `relations` (quoted names) name in ACCESS SHARE mode, as a read of them does, until
     the transaction ends: nobody can then redefine such a view (nor those its query reads, which LOCK TABLE takes
     too) before the statement has run. Names that mean no lockable relation are left out."""
-    cursor = await connection.execute(_LOCKABLE_SQL, {"targets": relations})
+    await _lock(connection, relations, "ACCESS SHARE")
+
+
+async def _lock(connection: Connection, names: list[str], mode: str) -> None:
+    cursor = await connection.execute(_LOCKABLE_SQL, {"targets": names})
     if lockable := [str(name) for (name,) in await cursor.fetchall()]:
-        await connection.execute(f"LOCK TABLE {', '.join(lockable)} IN ACCESS SHARE MODE")
+        await connection.execute(f"LOCK TABLE {', '.join(lockable)} IN {mode} MODE")
 
 
 async def check_fired_unchanged(connection: Connection, approved: Classification) -> None:

@@ -55,9 +55,8 @@ logger = logging.getLogger(__name__)
 _COUNT_ONLY = QueryLimits(max_rows=0)
 """A dry run counts the rows a statement returns and keeps none of them."""
 
-_DRY_RUN_KINDS = frozenset(
-    {ChangeKind.INSERT, ChangeKind.UPDATE, ChangeKind.DELETE, ChangeKind.UPSERT, ChangeKind.MERGE}
-)
+DATA_KINDS = frozenset({ChangeKind.INSERT, ChangeKind.UPDATE, ChangeKind.DELETE, ChangeKind.UPSERT, ChangeKind.MERGE})
+"""Changes of rows: the statements a dry run counts."""
 _MEASURED_KINDS = frozenset(
     {ChangeKind.DROP, ChangeKind.TRUNCATE, ChangeKind.ALTER, ChangeKind.RENAME, ChangeKind.CLUSTER,
      ChangeKind.VACUUM, ChangeKind.REINDEX, ChangeKind.LOCK, ChangeKind.REFRESH, ChangeKind.ANALYZE}
@@ -264,7 +263,7 @@ async def measure_impact(
     seconds = limits.preview_timeout
     try:
         with anyio.fail_after(seconds + CLIENT_GRACE_SECONDS):
-            data_change = bool(classification.kinds) and set(classification.kinds) <= _DRY_RUN_KINDS
+            data_change = bool(classification.kinds) and set(classification.kinds) <= DATA_KINDS
             obstacles: list[_Obstacle] = []
             object_lines: list[str] = []
             view_notes: tuple[str, ...] = ()
@@ -281,10 +280,10 @@ async def measure_impact(
             if data_change:
                 impact = await _data_impact(pools, statement, classification, obstacles, seconds)
                 impact = replace(impact, lines=(*impact.lines, *view_notes))
-            elif changed := [kind for kind in classification.kinds if kind in _DRY_RUN_KINDS]:
+            elif changed := [kind for kind in classification.kinds if kind in DATA_KINDS]:
                 # With a sequence, a lock or a function call besides: neither a dry run nor planning is safe.
                 verbs = ", ".join(str(kind) for kind in changed)
-                others = ", ".join(str(kind) for kind in classification.kinds if kind not in _DRY_RUN_KINDS)
+                others = ", ".join(str(kind) for kind in classification.kinds if kind not in DATA_KINDS)
                 line = (
                     f"Impact preview: no dry run and no planner's estimate ({verbs}, with {others}: effects a "
                     "rollback may not undo)."
@@ -421,13 +420,12 @@ async def changed_since_dry_run(
     Run in the approved statement's transaction, just before it: an approval of a dry run's count was given for a
     change that runs no code but what the preview judged, and someone may have added a trigger, a rule, a policy
     or a default to a table since. The targets are locked first (ROW EXCLUSIVE, as the statement itself takes
-    them), so none of these can be added to them between this check and the statement.
+    them), so none of these can be added to them between this check and the statement. The caller has called
+    `catalog.for_catalog_queries`.
     """
     if targets := quoted_tables(classification):
         await connection.execute(f"LOCK TABLE {', '.join(targets)} IN ROW EXCLUSIVE MODE")
-    await catalog.for_catalog_queries(connection)
     obstacles = await _obstacles(connection, statement, classification)
-    await catalog.with_session_settings(connection)  # for the statement itself
     return [f"{o.relation}: {o.reason}" for o in obstacles]
 
 
