@@ -162,6 +162,24 @@ def test_list_with_filters(audit_path: Path) -> None:
     assert len(json.loads(result.stdout)) == 5
 
 
+def test_list_json_is_one_indented_array_written_record_by_record(audit_path: Path) -> None:
+    """`list --json` streams its array (a log's every record with `--limit 0` is not held in memory) in the same
+    layout as one `json.dumps(..., indent=2)`: an empty array, one record, several."""
+    db = ("--audit-db", str(audit_path))
+    with SqliteAuditStore.open(audit_path):
+        pass
+    result = run_audit("list", *db, "--limit", "0", "--json")
+    assert (result.returncode, result.stdout) == (0, "[]\n"), result.stderr
+    for count in (1, 3):
+        fill(audit_path, count)
+        result = run_audit("list", *db, "--limit", "0", "--json")
+        assert result.returncode == 0, result.stderr
+        records = json.loads(result.stdout)
+        assert len(records) == {1: 1, 3: 4}[count]
+        assert result.stdout == json.dumps(records, indent=2, ensure_ascii=False) + "\n"
+        assert "\n    " in result.stdout  # nested values are indented within the array
+
+
 def test_list_refuses_a_bad_time(audit_path: Path) -> None:
     fill(audit_path, 1)
     result = run_audit("list", "--audit-db", str(audit_path), "--since", "yesterday")

@@ -210,14 +210,18 @@ def list_records(
     """List audit records, oldest first."""
     query = _query(target, decisions, request_id, since, until, limit or None)
     with _opened(location) as store, _pipe_safe():
-        records = list(store.records(query))
+        records = store.records(query)
         if as_json:
-            click.echo(visible_json([record.to_dict() for record in records], indent=2))
-        elif not records:
+            for piece in _json_array(record.to_dict() for record in records):
+                click.echo(piece, nl=False)
+            click.echo()
+            return
+        # Only each record's short row is kept for the column widths: `--limit 0` on a large log.
+        rows = [_row(record) for record in records]
+        if not rows:
             click.echo("No audit records match.", err=True)
-        else:
-            for line in _table(records):
-                click.echo(line)
+        for line in _table(rows):
+            click.echo(line)
 
 
 @audit_commands.command("verify")
@@ -307,22 +311,38 @@ def _is_the_log(output: Path, location: str | Path) -> bool:
     return False
 
 
-def _table(records: list[AuditRecord]) -> Iterator[str]:
-    header = ("SEQ", "TIME", "DECISION", "TARGET", "CALLER", "ROWS", "SQL")
-    rows = [
-        (
-            str(record.seq),
-            record.time,
-            record.decision.value,
-            _visible(record.target),
-            _visible(record.caller) or "-",
-            "-" if record.rows_affected is None else str(record.rows_affected),
-            _one_line(visible_statement(record.sql)),
-        )
-        for record in records
-    ]
-    widths = [max(len(row[index]) for row in [header, *rows]) for index in range(len(header) - 1)]
-    for row in [header, *rows]:
+def _json_array(items: Iterable[Any]) -> Iterator[str]:
+    """`visible_json(list(items), indent=2)` in pieces, one item at a time, so that no list is held."""
+    first = True
+    for item in items:
+        # JSON text has line breaks only between its tokens (a string's are escaped): indent every line.
+        yield ("[\n  " if first else ",\n  ") + visible_json(item, indent=2).replace("\n", "\n  ")
+        first = False
+    yield "[]" if first else "\n]"
+
+
+_HEADER = ("SEQ", "TIME", "DECISION", "TARGET", "CALLER", "ROWS", "SQL")
+
+
+def _row(record: AuditRecord) -> tuple[str, ...]:
+    """A record's cells in the listing, under `_HEADER`."""
+    return (
+        str(record.seq),
+        record.time,
+        record.decision.value,
+        _visible(record.target),
+        _visible(record.caller) or "-",
+        "-" if record.rows_affected is None else str(record.rows_affected),
+        _one_line(visible_statement(record.sql)),
+    )
+
+
+def _table(rows: list[tuple[str, ...]]) -> Iterator[str]:
+    """The listing's lines (none for no rows): the header, then a line per row, every column but the SQL padded."""
+    if not rows:
+        return
+    widths = [max(len(row[index]) for row in [_HEADER, *rows]) for index in range(len(_HEADER) - 1)]
+    for row in [_HEADER, *rows]:
         yield "  ".join([*(cell.ljust(width) for cell, width in zip(row, widths, strict=False)), row[-1]])
 
 
