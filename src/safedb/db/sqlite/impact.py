@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Callable
+from typing import TypeVar
 
 from safedb import wording
 from safedb.db.backend import Impact
@@ -19,6 +20,7 @@ from safedb.sql.classification import ChangeCategory, ChangeKind, Classification
 from safedb.sql.structure import says_replace
 
 Authorizer = Callable[[int, str | None, str | None, str | None, str | None], int]
+T = TypeVar("T")
 
 _WRITES_ROWS = frozenset({ChangeKind.INSERT, ChangeKind.UPDATE, ChangeKind.REPLACE, ChangeKind.UPSERT})
 _REWRITES_REFERENCES = frozenset({ChangeKind.RENAME, ChangeKind.ALTER})
@@ -39,12 +41,10 @@ def measure_impact(
     again where it can wait longer.
     """
     if set(classification.categories) == {ChangeCategory.DATA}:
-        with dry_run_in_memory(connection):
-            return _dry_run(connection, classification, authorizer)
+        return _dry_run(connection, classification, authorizer)
     lines = _schema_lines(connection, classification)
     if any(change.kind in _REWRITES_REFERENCES for change in classification.changes):
-        with dry_run_in_memory(connection):
-            lines.extend(_rewritten_definitions(connection, classification, authorizer))
+        lines.extend(_rewritten_definitions(connection, classification, authorizer))
     return Impact(lines=tuple(lines))
 
 
@@ -58,29 +58,59 @@ def rows_changed(connection: sqlite3.Connection, total_before: int) -> int:
     return connection.total_changes - total_before
 
 
+class _DidNotFinish(Exception):
+    """The statement failed in a rolled-back run; the argument is what SQLite reported."""
+
+
+def _rolled_back_run(
+    connection: sqlite3.Connection,
+    classification: Classification,
+    authorizer: Callable[[], Authorizer],
+    observe: Callable[[Callable[[], None]], T],
+) -> T:
+    """What `observe` sees of the statement run within a transaction that is always rolled back: it is given the
+    run, to call once between its looks at the connection. The statement runs under the authorizer that
+    `authorizer` makes once the transaction has begun, its temporary data in memory (`dry_run_in_memory`).
+
+    _DidNotFinish when the statement fails; being stopped (the time limit, another connection's lock) is raised.
+    """
+
+    def run() -> None:
+        connection.set_authorizer(authorizer())
+        drain(connection.execute(classification.statement))
+        connection.set_authorizer(None)
+
+    with dry_run_in_memory(connection):
+        connection.execute("BEGIN IMMEDIATE")
+        try:
+            return observe(run)
+        except sqlite3.Error as exc:
+            if was_stopped(exc):
+                raise
+            raise _DidNotFinish(str(exc)) from None
+        except MemoryError:
+            raise _DidNotFinish(OUT_OF_MEMORY) from None
+        finally:
+            connection.set_authorizer(None)
+            roll_back(connection)
+
+
 def _dry_run(
     connection: sqlite3.Connection, classification: Classification, authorizer: Callable[[], Authorizer]
 ) -> Impact:
-    connection.execute("BEGIN IMMEDIATE")
-    try:
-        connection.set_authorizer(authorizer())
+    def observe(run: Callable[[], None]) -> tuple[int, int, bool, bool]:
         before = connection.total_changes
-        drain(connection.execute(classification.statement))
-        connection.set_authorizer(None)
+        run()
         total = rows_changed(connection, before)
         # The statement's own rows, without its triggers' (shown, not bound).
         (own,) = connection.execute("SELECT changes()").fetchone() if total else (0,)
         virtual = total > own and _changes_virtual_table(connection, classification)
-        replaces = may_replace(connection, classification)
-    except sqlite3.Error as exc:
-        if was_stopped(exc):
-            raise
-        return Impact(lines=(f"Impact preview: the dry run did not finish (SQLite reported: {exc}).",))
-    except MemoryError:
-        return Impact(lines=(f"Impact preview: the dry run did not finish (SQLite reported: {OUT_OF_MEMORY}).",))
-    finally:
-        connection.set_authorizer(None)
-        roll_back(connection)
+        return total, own, virtual, may_replace(connection, classification)
+
+    try:
+        total, own, virtual, replaces = _rolled_back_run(connection, classification, authorizer, observe)
+    except _DidNotFinish as reported:
+        return Impact(lines=(f"Impact preview: the dry run did not finish (SQLite reported: {reported}).",))
     verb = ", ".join(str(kind) for kind in classification.kinds)
     line = f"{wording.rows(own)} would be affected ({verb}), measured by a dry run that was rolled back"
     if virtual:
@@ -170,22 +200,15 @@ def _rewritten_definitions(
             for kind, name, sql in connection.execute(_DEFINITIONS.format(schema=quote_identifier(schema)))
         }
 
-    connection.execute("BEGIN IMMEDIATE")
-    try:
+    def observe(run: Callable[[], None]) -> tuple[dict[tuple[str, str, str], str], dict[tuple[str, str, str], str]]:
         before = definitions()
-        connection.set_authorizer(authorizer())
-        drain(connection.execute(classification.statement))
-        connection.set_authorizer(None)
-        after = definitions()
-    except sqlite3.Error as exc:
-        if was_stopped(exc):
-            raise
-        return [f"Which other definitions it rewrites could not be checked (SQLite reported: {exc})."]
-    except MemoryError:
-        return [f"Which other definitions it rewrites could not be checked (SQLite reported: {OUT_OF_MEMORY})."]
-    finally:
-        connection.set_authorizer(None)
-        roll_back(connection)
+        run()
+        return before, definitions()
+
+    try:
+        before, after = _rolled_back_run(connection, classification, authorizer, observe)
+    except _DidNotFinish as reported:
+        return [f"Which other definitions it rewrites could not be checked (SQLite reported: {reported})."]
     changed = {(change.target.schema or "main", change.target.name.casefold()) for change in classification.changes}
     rewritten = [
         f"{kind} {name}"
