@@ -180,6 +180,18 @@ def test_list_json_is_one_indented_array_written_record_by_record(audit_path: Pa
         assert "\n    " in result.stdout  # nested values are indented within the array
 
 
+@pytest.mark.parametrize("command", ["verify", "list", "export"])
+def test_a_log_damaged_past_its_first_page_is_one_line_and_exit_2(audit_path: Path, command: str) -> None:
+    """Opening reads the first page only: a damaged page further on ended in a traceback (and `verify` in exit 1,
+    which says the chain was tampered with)."""
+    fill(audit_path, 300)
+    with audit_path.open("r+b") as log:
+        log.seek(4096)
+        log.write(b"\xde\xad\xbe\xef" * 64)
+    result = run_audit(command, "--audit-db", str(audit_path))
+    _assert_clean_failure(result, 2, "cannot be read: database disk image is malformed")
+
+
 def test_list_refuses_a_bad_time(audit_path: Path) -> None:
     fill(audit_path, 1)
     result = run_audit("list", "--audit-db", str(audit_path), "--since", "yesterday")

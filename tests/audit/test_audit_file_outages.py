@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 import shutil
+import sqlite3
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -45,3 +47,20 @@ def test_a_log_renamed_over_by_an_older_copy_takes_no_more_records(audit_path: P
             store.append(event(AuditDecision.ACCEPTED, 2))
     with SqliteAuditStore.open(audit_path, readonly=True) as reader:
         assert verify(reader).intact
+
+
+def test_an_append_past_sqlites_memory_limit_is_a_failure_to_write(audit_path: Path) -> None:
+    """SQLite's memory limit is the process's: the served database's statements may fill it. Python's sqlite3 then
+    raises MemoryError, which went past the store's handling of failures, unrecorded and unexplained."""
+    limiter = sqlite3.connect(":memory:")
+    with SqliteAuditStore.open(audit_path) as store:
+        store.append(event(AuditDecision.REQUESTED, 1))
+        limiter.execute("PRAGMA hard_heap_limit = 4000000")
+        try:
+            with pytest.raises(AuditWriteFailed, match=r"could not be written \(out of memory\)"):
+                store.append(replace(event(AuditDecision.REQUESTED, 2), sql="SELECT '" + "x" * 8_000_000 + "'"))
+        finally:
+            limiter.execute("PRAGMA hard_heap_limit = 0")
+            limiter.close()
+        store.append(event(AuditDecision.REQUESTED, 3))
+        assert verify(store).intact

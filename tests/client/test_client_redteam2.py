@@ -237,6 +237,25 @@ def test_bytes_that_are_not_utf8_on_a_servers_stdout_are_reported_and_the_sessio
     assert "Traceback" not in result.stderr
 
 
+def test_a_reply_nested_deeper_than_the_sdk_reads_ends_the_call_in_one_line() -> None:
+    """The SDK could not read it, and dropped it: the call it answered waited for its read timeout, a day."""
+    result = safedb("call", "--stdio", RAW_SERVER, "deep_reply")
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "sent a reply SafeDB cannot read (Invalid JSON: recursion limit exceeded" in result.stdout, result.stdout
+    assert "Traceback" not in result.stderr
+
+
+def test_a_question_nested_deeper_than_the_sdk_reads_is_answered_with_an_error() -> None:
+    """Dropped, the question went unanswered: the server waited for its answer and the client for the server."""
+    result = safedb("call", "--decline-all", "--stdio", RAW_SERVER, "deep_question")
+    assert result.returncode == 0, result.stdout + result.stderr
+    answer = json.loads(result.stdout.strip().splitlines()[-1])
+    assert answer["id"] == "q1"
+    assert answer["error"]["code"] == -32602
+    assert "sent a message SafeDB cannot read" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
 # -- an SDK error from inside a task group -------------------------------------------------------------------------
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
@@ -135,6 +136,22 @@ def test_changes_are_classified(inspector: GuardedConnection, sql: str, kinds: t
 )
 def test_refused_statements(inspector: GuardedConnection, sql: str, error: type[Exception]) -> None:
     with pytest.raises(error):
+        classify(inspector, sql)
+
+
+@pytest.mark.parametrize(
+    ("sql", "named"),
+    [
+        ("begin deferred", "(BEGIN)"),
+        ("SAVEPOINT s1", "(SAVEPOINT s1)"),
+        ("RELEASE SAVEPOINT s1", "(RELEASE s1)"),
+        ("ROLLBACK TO s1", "(ROLLBACK TO s1)"),
+        ("ROLLBACK", "(ROLLBACK)"),
+    ],
+)
+def test_transaction_control_is_named_as_the_statement_says(inspector: GuardedConnection, sql: str, named: str) -> None:
+    """SQLite names a savepoint's operations BEGIN, RELEASE and ROLLBACK: `SAVEPOINT s1` was refused as `BEGIN s1`."""
+    with pytest.raises(TransactionControl, match=re.escape(f"Transaction control {named} is not accepted")):
         classify(inspector, sql)
 
 

@@ -111,3 +111,27 @@ async def test_an_answer_does_not_move_to_another_deployment_sharing_only_the_ke
     assert rows(other, "SELECT count(*) FROM invoices WHERE id = 3") == [(1,)]
     assert rows(shown, "SELECT count(*) FROM invoices WHERE id = 3") == [(1,)]
     assert audit_decisions(other.parent / "audit.db") == ["refused"]
+
+
+@pytest.mark.parametrize("capabilities", [{}, {"elicitation": {"url": {}}}], ids=["none", "url-only"])
+async def test_a_client_that_cannot_answer_a_form_is_told_so_and_nothing_runs(
+    demo_db: Path, capabilities: dict[str, Any]
+) -> None:
+    """A client that declared URL elicitation only was told it had not declared elicitation at all."""
+    query = "DELETE FROM invoices WHERE id = 7"
+    meta = {
+        "io.modelcontextprotocol/protocolVersion": STATELESS_VERSION,
+        "io.modelcontextprotocol/clientCapabilities": capabilities,
+        "io.modelcontextprotocol/clientInfo": {"name": "raw", "version": "1"},
+    }
+    call = {"name": "execute_query", "arguments": {"query": query}, "_meta": meta}
+    headers = {"MCP-Protocol-Version": STATELESS_VERSION, "Mcp-Method": "tools/call", "Mcp-Name": "execute_query"}
+    with safedb_serve(demo_db) as server:
+        async with httpx2.AsyncClient(headers=HEADERS, timeout=30) as http:
+            answered = await http.post(
+                server.url, json={"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": call}, headers=headers
+            )
+    result = answered.json()["result"]
+    assert result["isError"], result
+    assert "This client did not declare form elicitation" in result["content"][0]["text"], result
+    assert rows(demo_db, "SELECT count(*) FROM invoices WHERE id = 7") == [(1,)]

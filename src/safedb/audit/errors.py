@@ -22,3 +22,7 @@ class QuestionNotRecorded(SafeDBError):
 
 class UnreadableRecord(SafeDBError):
     """A stored record does not have the shape SafeDB writes: it was altered outside SafeDB."""
+
+
+class AuditUnreadable(SafeDBError):
+    """The log's file could not be read (damaged on the disk, or not an SQLite file past its first page)."""

@@ -17,7 +17,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from safedb.audit.chain import GENESIS_HASH
-from safedb.audit.errors import AuditWriteFailed
+from safedb.audit.errors import AuditUnreadable, AuditWriteFailed
 from safedb.audit.events import AuditEvent
 from safedb.audit.records import AuditRecord, format_time
 from safedb.audit.rows import (
@@ -170,11 +170,14 @@ class SqliteAuditStore(ThreadedAuditStore[sqlite3.Connection]):
 
     @contextmanager
     def _failures(self) -> Iterator[None]:
+        # MemoryError: SQLite's memory limit (`PRAGMA hard_heap_limit`) is the process's, which the served
+        # database's statements may fill; the store then reports it as any other failure to write.
         try:
             yield
-        except (sqlite3.Error, OSError) as exc:
-            logger.error("Cannot append to the audit log %s: %s", self.path, exc)
-            raise AuditWriteFailed(f"The audit log could not be written ({exc}).") from exc
+        except (sqlite3.Error, OSError, MemoryError) as exc:
+            reason = str(exc) or "out of memory"  # Python's sqlite3 raises MemoryError with no text
+            logger.error("Cannot append to the audit log %s: %s", self.path, reason)
+            raise AuditWriteFailed(f"The audit log could not be written ({reason}).") from exc
 
     def _append_begun(
         self, writer: sqlite3.Connection, event: AuditEvent, check: AnswerCheck | None
@@ -266,9 +269,13 @@ class SqliteAuditStore(ThreadedAuditStore[sqlite3.Connection]):
 
     @contextmanager
     def _reader(self) -> Iterator[sqlite3.Connection]:
+        """A connection of its own for reading; AuditUnreadable when SQLite cannot read on (a page found damaged:
+        opening the file reads its first page only; a lock held past the busy timeout)."""
         connection = open_reader(self.path, self._busy_timeout)
         try:
             yield connection
+        except sqlite3.Error as exc:
+            raise AuditUnreadable(f"The audit log {self.path} cannot be read: {exc}.") from None
         finally:
             connection.close()
 

@@ -35,7 +35,8 @@ logger = logging.getLogger(__name__)
 
 NEEDS_ELICITATION = (
     "This statement changes the database, and SafeDB runs such statements only after a person approves them "
-    "through MCP elicitation. This client did not declare the elicitation capability, so nothing was run. "
+    "through an MCP elicitation form. This client did not declare form elicitation (the `elicitation` capability, "
+    "empty or with `form`; URL mode alone cannot ask for the approval's fields), so nothing was run. "
     "Use an elicitation-capable MCP client (for example `safedb client`, VS Code or Claude Code) to approve "
     "changes; read-only queries work from any client."
 )

@@ -334,6 +334,9 @@ def writes_in_program(program: list[Instruction]) -> list[str]:
     return list(dict.fromkeys(found))
 
 
+_SAVEPOINT_VERBS = {"BEGIN": "SAVEPOINT", "RELEASE": "RELEASE", "ROLLBACK": "ROLLBACK TO"}
+
+
 def classify_events(
     statement: str,
     events: list[AuthorizerEvent],
@@ -368,8 +371,12 @@ def classify_events(
             prepared: other clients' statements among them; or it sets a pragma that `_refused_setting` refuses.
     """
     for event in events:
-        if event.code in (Action.TRANSACTION, Action.SAVEPOINT):
-            raise TransactionControl(" ".join(part for part in (event.arg1, event.arg2) if part))
+        if event.code == Action.TRANSACTION:
+            raise TransactionControl(event.arg1 or "transaction control")
+        if event.code == Action.SAVEPOINT:
+            # SQLite names the operation on a savepoint as BEGIN, RELEASE or ROLLBACK: as the statement said it.
+            verb = _SAVEPOINT_VERBS.get(event.arg1 or "", "SAVEPOINT")
+            raise TransactionControl(" ".join(part for part in (verb, event.arg2) if part))
         # Every new temporary object is recorded in the temp schema's catalog (`CREATE TRIGGER temp.t ON
         # main.t` reports its trigger as main's, but not this).
         if event.code == Action.INSERT and is_schema_table(event.arg1) and event.schema == "temp":
