@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -40,6 +41,11 @@ SETUP = (
     "CREATE VIEW calm_notes AS SELECT id, lower(body) AS body FROM notes",
     "CREATE VIEW calm_over_loud AS SELECT * FROM loud_notes",
 )
+
+
+def without_fingerprints(text: str) -> str:
+    """`text` (a question's changes) without the fingerprints of user-defined functions' definitions."""
+    return re.sub(r"; definition [0-9a-f]{16}", "", text)
 
 
 @dataclass

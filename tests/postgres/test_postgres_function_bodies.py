@@ -12,7 +12,7 @@ import pytest
 from safedb.sql.classification import Classification
 from safedb.sql.postgres_bodies import Unexaminable, read_body
 from tests.conftest_postgres import fresh_database
-from tests.postgres.conftest import PgDatabase
+from tests.postgres.conftest import PgDatabase, without_fingerprints
 from tests.postgres_server import READER, PostgresServer
 
 pytestmark = pytest.mark.anyio
@@ -71,7 +71,8 @@ def victim(pg: PgDatabase) -> Iterator[psycopg.Connection[tuple[object, ...]]]:
 
 
 def _details(classification: Classification) -> str:
-    return "; ".join(str(change) for change in classification.changes)
+    """The changes in words, without the fingerprints of the functions' definitions."""
+    return without_fingerprints("; ".join(str(change) for change in classification.changes))
 
 
 @pytest.mark.parametrize(

@@ -201,9 +201,9 @@ async def test_a_table_of_the_same_name_in_an_attached_database_is_not_the_one_c
             assert not attached.is_error, text(attached)
             result = await client.call_tool("execute_query", {"query": sql})
 
-    # Stopped by the writer's authorizer (another schema), or, on 2026-07-28, the retry no longer compiles.
+    # Stopped (main's table the question was about is gone), or, on 2026-07-28, the retry no longer compiles.
     assert result.is_error, text(result)
-    assert "not approved" in text(result) or "no such table: ledger" in text(result), text(result)
+    assert "main.ledger now means no table" in text(result) or "no such table: ledger" in text(result), text(result)
     assert rows(other, "SELECT id FROM ledger ORDER BY id") == [(1,), (5,)]
     assert decisions(database, sql)[-1] in ("failed", "refused")
 
@@ -228,9 +228,11 @@ async def test_a_cascading_foreign_key_added_while_deciding_deletes_nothing_else
 
 
 @pytest.mark.parametrize("mode", MODES)
-async def test_expressions_stored_in_a_redefined_table_change_no_other_table(database: Path, mode: str) -> None:
-    """A default, a CHECK, a generated column and an index expression added meanwhile: SQLite's functions cannot
-    write, so the approved insert still adds the one row shown, and nothing else changes."""
+async def test_a_table_rebuilt_under_its_name_while_deciding_is_not_changed(database: Path, mode: str) -> None:
+    """A default, a CHECK, a generated column and an index expression added meanwhile, the way SQLite alters a table
+    (a new one, the rows copied, renamed over the old one): SQLite's functions cannot write, and the approved
+    insert added the one row shown. The new table is another table all the same, whose rows nobody was asked about
+    (docs/safety.md, section 5): the insert is stopped, or asked about anew."""
     sql = "INSERT INTO ledger (id, status) VALUES (4, 'new')"
     script = (
         "CREATE TABLE ledger_new (id INTEGER PRIMARY KEY, status TEXT CHECK (length(status) < 100), "
@@ -240,11 +242,8 @@ async def test_expressions_stored_in_a_redefined_table_change_no_other_table(dat
         "CREATE INDEX ledger_lower ON ledger (lower(status));"
     )
 
-    result, _ = await ask_while_changing(database, mode, sql, script)
+    result, responder = await ask_while_changing(database, mode, sql, script)
 
-    assert not result.is_error, text(result)
-    assert rows(database, "SELECT id, loud FROM ledger ORDER BY id") == [
-        (1, "VOID"), (2, "PAID"), (3, "PAID"), (4, "NEW")
-    ]  # fmt: skip
+    assert_stopped_or_asked_anew(result, responder, database, sql)
+    assert rows(database, "SELECT id, loud FROM ledger ORDER BY id") == [(1, "VOID"), (2, "PAID"), (3, "PAID")]
     assert rows(database, "SELECT count(*) FROM side") == [(0,)]
-    assert decisions(database, sql)[-1] == "executed"

@@ -184,11 +184,15 @@ class Classification:
     the source of an action, but for WITH queries, which it names so too), reads only included. A trigger added
     while a person decides runs code nobody saw, even one that writes nothing (`RAISE(IGNORE)` can skip the row
     the question counted), so an approval holds only for the code it was asked about."""
+    program_length: int = 0
+    """SQLite: how many instructions the statement compiles to (0 when not compiled, and for PostgreSQL)."""
     resolved: tuple[tuple[str, str | None], ...] = ()
-    """PostgreSQL: each table the statement names (as written, quoted) and the relation that name meant when the
-    statement was classified (`schema.name`, quoted; None for none). A name found through the search path may
-    mean another table later (one of that name created in a schema searched first); an approval holds only for
-    the tables it was asked about."""
+    """Each table (PostgreSQL: and view, sequence, index; SQLite: and index) the statement names, and the one that
+    name meant when the statement was classified, with what tells it from another of the same name (PostgreSQL:
+    `schema.name (oid N)`; SQLite: `schema.name (root page N)`; None for none). A name may mean another table
+    later: two tables swap names, one is dropped and made again, or (PostgreSQL) one of that name is created in a
+    schema the search path reaches first. An approval holds only for the tables it was asked about
+    (`names_moved`)."""
     cascades: tuple[str, ...] = ()
     """PostgreSQL: the tables foreign keys carry the statement's DELETE, UPDATE or TRUNCATE to, and the children and
     partitions of a table it empties or drops, as its question shows them. A foreign key added, or a partition
@@ -235,3 +239,12 @@ class Classification:
     def change_lines(self) -> tuple[str, ...]:
         """Each change in words, such as `delete table users`."""
         return tuple(str(change) for change in self.changes)
+
+
+def names_moved(approved: Classification, now: tuple[tuple[str, str | None], ...]) -> list[str]:
+    """How the names `approved.resolved` lists mean other relations `now` (the same names resolved again), in words."""
+    return [
+        f"{name} now means {meant or 'no table'}, not {was or 'no table'}"
+        for (name, was), (_, meant) in zip(approved.resolved, now, strict=True)
+        if meant != was
+    ]

@@ -134,6 +134,9 @@ class CatalogFunction:
     """Why a user-defined function labelled immutable or stable is not harmless after all, to follow "it":
     what its body calls, or why it cannot be examined (`judged_by_body`); None when its body was found
     harmless, or was not examined."""
+    definition: str | None = None
+    """A fingerprint of a user-defined function's definition, for one that is not harmless: the question shows it,
+    and an approval holds for it only (one replaced meanwhile runs other code under the same name)."""
 
     @property
     def judged_by_body(self) -> bool:
@@ -189,7 +192,7 @@ def _candidates(ref: FunctionRef, catalog: Iterable[CatalogFunction]) -> list[Ca
     return found
 
 
-def _harmless(row: CatalogFunction) -> bool:
+def harmless(row: CatalogFunction) -> bool:
     """Harmless in a read: labelled immutable or stable (PostgreSQL then refuses table writes from it; a
     user-defined one also needs a harmless body, see `CatalogFunction.body`), or a built-in or extension
     function known to only read or wait."""
@@ -211,7 +214,7 @@ def trusted(row: CatalogFunction) -> bool:
 def undone_by_rollback(row: CatalogFunction) -> bool:
     """True for a trusted function (`trusted`) whose effects, if any, a rollback undoes, so that a dry run
     may call it."""
-    return trusted(row) and _harmless(row) and not is_side_effecting(row.name) and row.name not in FILE_FUNCTIONS
+    return trusted(row) and harmless(row) and not is_side_effecting(row.name) and row.name not in FILE_FUNCTIONS
 
 
 def planning_may_run(row: CatalogFunction) -> bool:
@@ -240,22 +243,32 @@ def function_changes(refs: Iterable[FunctionRef], catalog: Iterable[CatalogFunct
             continue  # a plain column reference, or SQL/JSON syntax
         if (change := known_change(ref)) is not None:
             changes.append(change)
+            # A function of the built-in's name elsewhere may be the one PostgreSQL calls (a closer match of the
+            # argument types wins over pg_catalog's): judged as any other.
+            for row in candidates:
+                if not trusted(row) and not harmless(row):
+                    target = DatabaseObject(ObjectType.FUNCTION, ref.name, row.schema)
+                    changes.append(Change(ChangeKind.FUNCTION_CALL, target, None, _why(row)))
         elif not candidates:
             detail = "not found in the catalog, so SafeDB cannot tell what it does"
             changes.append(Change(ChangeKind.UNKNOWN, DatabaseObject(ObjectType.FUNCTION, str(ref.name)), None, detail))
-        elif harmful := [row for row in candidates if not _harmless(row)]:
+        else:
+            # Each overload that may be the one called, with the fingerprint of its definition.
             target = DatabaseObject(ObjectType.FUNCTION, ref.name, ref.schema)
-            changes.append(Change(ChangeKind.FUNCTION_CALL, target, None, _why(harmful[0])))
+            changes += [
+                Change(ChangeKind.FUNCTION_CALL, target, None, _why(row)) for row in candidates if not harmless(row)
+            ]
     for row in rows:
-        if row.operator and not _harmless(row):
+        if row.operator and not harmless(row):
             target = DatabaseObject(ObjectType.FUNCTION, row.name, row.schema)
             changes.append(Change(ChangeKind.FUNCTION_CALL, target, None, f"an operator whose function is {_why(row)}"))
         if row.via is None:
             continue
         ref = FunctionRef(row.name, row.schema)
-        if (change := known_change(ref, via=row.via)) is not None:
+        # The row is the very function the view or policy calls: a built-in's name outside pg_catalog is not it.
+        if row.schema == BUILTIN_SCHEMA and (change := known_change(ref, via=row.via)) is not None:
             changes.append(change)
-        elif not _harmless(row):
+        elif not harmless(row):
             target = DatabaseObject(ObjectType.FUNCTION, row.name, row.schema)
             changes.append(Change(ChangeKind.FUNCTION_CALL, target, row.via, _why(row)))
     return list(dict.fromkeys(changes))
@@ -269,6 +282,5 @@ def reached_functions(refs: Iterable[FunctionRef], catalog: Iterable[CatalogFunc
 
 
 def _why(row: CatalogFunction) -> str:
-    if row.body is None:
-        return "volatile"
-    return f"labelled {_LABELS[row.volatility]}, but it {row.body}"
+    why = "volatile" if row.body is None else f"labelled {_LABELS[row.volatility]}, but it {row.body}"
+    return why if row.definition is None else f"{why}; definition {row.definition}"

@@ -19,7 +19,7 @@ from safedb.db.postgres.connections import Connection
 from safedb.db.postgres.fired_code import check_fired_unchanged, lock_changed_tables, lock_read_relations
 from safedb.db.postgres.impact import DATA_KINDS, cascade_lines, changed_since_dry_run, stored_code_calls
 from safedb.errors import ChangedSinceQuestion
-from safedb.sql.classification import ChangeCategory, Classification
+from safedb.sql.classification import ChangeCategory, Classification, names_moved
 from safedb.sql.postgres_classifier import PostgresStatement
 
 
@@ -32,11 +32,12 @@ async def check_unchanged(
     catalog queries' settings (`catalog.for_catalog_queries`) hold for the checks, and the session's own for the
     statement after them.
     """
-    await check_names_unchanged(connection, approved)
     if statement.in_transaction:
         # Locking a view locks what its query reads too, down its chain: neither can be redefined until the end.
         await lock_changed_tables(connection, approved)
         await lock_read_relations(connection, [name.quoted() for name in statement.relations])
+    # After the locks: a relation locked keeps its name (renaming one waits for them) until the statement has run.
+    await check_names_unchanged(connection, approved)
     await catalog.for_catalog_queries(connection)
     await check_views_unchanged(connection, statement, approved)
     await check_calls_unchanged(connection, statement, approved)
@@ -102,11 +103,8 @@ async def check_cascades_unchanged(connection: Connection, approved: Classificat
 
 
 async def check_names_unchanged(connection: Connection, approved: Classification) -> None:
-    """Raise ChangedSinceQuestion when a name the statement uses means another table than when it was asked about."""
+    """Raise ChangedSinceQuestion when a name the statement uses means another relation than when it was asked about:
+    one of that name in a schema searched first, or another renamed to it (or dropped and made again)."""
     now = await catalog.resolved(connection, [name for name, _ in approved.resolved])
-    if moved := [
-        f"{name} now means {meant or 'no table'}, not {was or 'no table'}"
-        for (name, was), (_, meant) in zip(approved.resolved, now, strict=True)
-        if meant != was
-    ]:
+    if moved := names_moved(approved, now):
         raise ChangedSinceQuestion("; ".join(moved))

@@ -40,6 +40,7 @@ from safedb.db.postgres.impact import (
     cascade_lines,
     cascades_reported,
     measure_impact,
+    quoted_relations,
     quoted_tables,
     stored_code_calls,
 )
@@ -113,11 +114,12 @@ class PostgresDatabase:
                 await begin_catalog_work(connection, seconds)
                 await catalog.for_catalog_queries(connection)
                 calls = await function_bodies.calls_with_effects(connection, statement)
-                meant = await catalog.resolved(connection, tables)
                 # A change of a view is made in the relations beneath it: the question names them as changed too.
                 through = (await views.through_views(connection, statement.classification)).through
                 changes = [*calls, *(link.change for link in through)]
                 classification = replace(statement.with_changes(changes), through_views=through)
+                # The sequences its calls move too (`setval('s', 1)`).
+                meant = await catalog.resolved(connection, quoted_relations(classification))
                 runs = await fired_code(connection, classification) if not classification.read_only else ()
                 stored = await stored_code_calls(connection, classification) if changes_rows(classification) else ()
                 cascades = await cascade_lines(connection, classification)

@@ -241,6 +241,23 @@ class FunctionDefinition:
     """A parameter takes the type of the caller's argument (`anyelement`, `anycompatible`..., `record`)."""
 
 
+# A fingerprint of a function's or procedure's definition, for those created in the database (not PostgreSQL's own;
+# an aggregate has no definition to show): one replaced runs other code under the same name. 64 bits, so that no
+# one can make other code with the fingerprint shown.
+DEFINITION_FINGERPRINT = (
+    "CASE WHEN p.oid >= 16384 AND p.prokind IN ('f', 'p') THEN left(md5(pg_get_functiondef(p.oid)), 16) END"
+)
+_FINGERPRINTS_SQL = f"SELECT p.oid, {DEFINITION_FINGERPRINT} FROM pg_proc p WHERE p.oid = ANY (%(oids)s::oid[])"
+
+
+async def definition_fingerprints(connection: Connection, oids: Sequence[int]) -> dict[int, str]:
+    """`DEFINITION_FINGERPRINT` of each of the functions `oids` that has one, inside the caller's transaction."""
+    if not oids:
+        return {}
+    cursor = await connection.execute(_FINGERPRINTS_SQL, {"oids": [Oid(oid) for oid in oids]})
+    return {int(oid): str(fingerprint) for oid, fingerprint in await cursor.fetchall() if fingerprint is not None}
+
+
 async def function_definitions(connection: Connection, oids: Sequence[int]) -> list[FunctionDefinition]:
     """The functions `oids` (those that still exist), inside the caller's transaction."""
     cursor = await connection.execute(_DEFINITIONS_SQL, {"oids": list(oids)})
@@ -323,15 +340,16 @@ def _all(items: Iterable[str]) -> list[str]:
 
 
 # Each name (quoted, as a statement writes it) and the relation it finds now, schema-qualified and quoted.
+# The relation's OID too: another relation renamed to the name (or dropped and made again) is another relation.
 _RESOLVED_SQL = """
-SELECT name, (SELECT quote_ident(n.nspname) || '.' || quote_ident(c.relname) FROM pg_class c
-              JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = to_regclass(name))
+SELECT name, (SELECT quote_ident(n.nspname) || '.' || quote_ident(c.relname) || ' (oid ' || c.oid || ')'
+              FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = to_regclass(name))
 FROM unnest(%(names)s::text[]) WITH ORDINALITY AS names(name, position) ORDER BY position
 """
 
 
 async def resolved(connection: Connection, names: Sequence[str]) -> tuple[tuple[str, str | None], ...]:
-    """Each of `names` and the relation it means in this session (its search path), or None."""
+    """Each of `names` and the relation it means in this session (its search path): `schema.name (oid N)`, or None."""
     if not names:
         return ()
     cursor = await connection.execute(_RESOLVED_SQL, {"names": list(names)})

@@ -28,19 +28,19 @@ _NO_EVENT_KINDS = DATA_KINDS | {ChangeKind.TRUNCATE, ChangeKind.SEQUENCE, Change
 _TRIGGERS_SQL = f"""
 WITH RECURSIVE {CLOSURE}
 SELECT 'trigger ' || quote_ident(t.tgname) || ' on ' || t.tgrelid::regclass::text || ' (' || t.tgfoid::regproc::text
-       || '(), definition ' || left(md5(pg_get_triggerdef(t.oid) || pg_get_functiondef(t.tgfoid)), 8) || ')'
+       || '(), definition ' || left(md5(pg_get_triggerdef(t.oid) || pg_get_functiondef(t.tgfoid)), 16) || ')'
 FROM pg_trigger t JOIN closure ON closure.oid = t.tgrelid
 WHERE NOT t.tgisinternal AND t.tgenabled <> 'D' AND t.tgtype & %(events)s <> 0
 UNION
 SELECT 'rule ' || quote_ident(r.rulename) || ' on ' || r.ev_class::regclass::text
-       || ' (definition ' || left(md5(pg_get_ruledef(r.oid)), 8) || ')'
+       || ' (definition ' || left(md5(pg_get_ruledef(r.oid)), 16) || ')'
 FROM pg_rewrite r JOIN closure ON closure.oid = r.ev_class
 WHERE %(rules)s AND r.ev_type <> '1' AND r.ev_enabled <> 'D'
 """
 _EVENT_TRIGGERS_SQL = """
 SELECT 'event trigger ' || quote_ident(evtname) || ' (' || evtevent
        || coalesce(' of ' || array_to_string(evttags, ', '), '') || ', ' || evtfoid::regproc::text
-       || '(), definition ' || left(md5(pg_get_functiondef(evtfoid)), 8) || ')'
+       || '(), definition ' || left(md5(pg_get_functiondef(evtfoid)), 16) || ')'
 FROM pg_event_trigger WHERE evtenabled <> 'D'
 """
 

@@ -34,7 +34,14 @@ from safedb.inline_work import INLINE_STATEMENT_CHARS
 from safedb.sql.classification import Change, ObjectType
 from safedb.sql.postgres_bodies import Body, Unexaminable, read_body
 from safedb.sql.postgres_classifier import PostgresStatement
-from safedb.sql.postgres_functions import CatalogFunction, FunctionRef, function_changes, reached_functions
+from safedb.sql.postgres_functions import (
+    CatalogFunction,
+    FunctionRef,
+    function_changes,
+    harmless,
+    reached_functions,
+    trusted,
+)
 
 MAX_EXAMINED = 64
 """The most function bodies examined for one statement; a read reaching more asks."""
@@ -71,7 +78,15 @@ async def calls_with_effects(connection: Connection, statement: PostgresStatemen
         planned_code=statement.classification.read_only or statement.runs_stored_code,
         relations=await catalog.every_relation(connection) if statement.every_relation else (),
     )
-    return function_changes(statement.functions, await judged(connection, facts))
+    return function_changes(statement.functions, await fingerprinted(connection, await judged(connection, facts)))
+
+
+async def fingerprinted(connection: Connection, rows: list[CatalogFunction]) -> list[CatalogFunction]:
+    """`rows`, each user-defined function that is not harmless with the fingerprint of its definition."""
+    fingerprints = await catalog.definition_fingerprints(
+        connection, sorted({row.oid for row in rows if not trusted(row) and not harmless(row)})
+    )
+    return [replace(row, definition=fingerprints.get(row.oid)) for row in rows]
 
 
 async def judged(connection: Connection, rows: list[CatalogFunction]) -> list[CatalogFunction]:

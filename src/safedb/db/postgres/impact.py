@@ -93,9 +93,6 @@ SELECT c.oid::regclass::text, c.relkind::text, c.oid IN (SELECT oid FROM targets
 FROM closure JOIN pg_class c ON c.oid = closure.oid
 """
 
-# A fingerprint of a function's definition, for those created in the database (not PostgreSQL's own; an aggregate has
-# no definition to show): one replaced runs other code under the same name.
-_DEFINITION = "CASE WHEN p.oid >= 16384 AND p.prokind IN ('f', 'p') THEN left(md5(pg_get_functiondef(p.oid)), 8) END"
 
 # The functions PostgreSQL runs for the reached tables (see `stored_code`): for each row written ('row':
 # CHECK and exclusion constraints, generated columns, index expressions and predicates, row-security
@@ -148,10 +145,12 @@ seed_functions(label, bucket, proc) AS (
 {REACHED_CODE},
 met_seed(oid) AS (SELECT oid FROM seed_types UNION SELECT oid FROM reached_types),
 {MET_TYPES}
-SELECT DISTINCT f.label, f.bucket, n.nspname, p.proname, p.provolatile::text, {EXTENSION_MEMBER}, {_DEFINITION}
+SELECT DISTINCT f.label, f.bucket, n.nspname, p.proname, p.provolatile::text, {EXTENSION_MEMBER},
+       {catalog.DEFINITION_FINGERPRINT}
 FROM code_functions f JOIN pg_proc p ON p.oid = f.proc JOIN pg_namespace n ON n.oid = p.pronamespace
 UNION
-SELECT f.label, 'always', n.nspname, p.proname, p.provolatile::text, {EXTENSION_MEMBER}, {_DEFINITION}
+SELECT f.label, 'always', n.nspname, p.proname, p.provolatile::text, {EXTENSION_MEMBER},
+       {catalog.DEFINITION_FINGERPRINT}
 FROM user_casts f JOIN pg_proc p ON p.oid = f.proc JOIN pg_namespace n ON n.oid = p.pronamespace
 """
 # Prepared in each reader session: parsing and planning it took longer than running it (as `catalog._FUNCTIONS`).
@@ -307,6 +306,16 @@ def quoted_tables(classification: Classification) -> list[str]:
     return [_quoted(target) for target in classification.touched if target.type is ObjectType.TABLE]
 
 
+_NAMED_RELATION_TYPES = frozenset(
+    {ObjectType.TABLE, ObjectType.VIEW, ObjectType.MATERIALIZED_VIEW, ObjectType.SEQUENCE, ObjectType.INDEX}
+)
+
+
+def quoted_relations(classification: Classification) -> list[str]:
+    """The tables, views, sequences and indexes the statement touches, quoted as names in a statement."""
+    return [_quoted(target) for target in classification.touched if target.type in _NAMED_RELATION_TYPES]
+
+
 def quoted_targets(classification: Classification, kinds: frozenset[ChangeKind] | set[ChangeKind]) -> list[str]:
     """The tables the statement changes in one of `kinds`, quoted as names in a statement."""
     changed = dict.fromkeys(change.target for change in classification.changes if change.kind in kinds)
@@ -460,6 +469,31 @@ async def _dry_run_count(connection: Connection, statement: PostgresStatement) -
     return count
 
 
+# A dry run writes what the statement writes before anyone has approved it, and the rollback gives none of it
+# back: the new row versions stay in the table's file (dead, until VACUUM; the file does not shrink) and WAL logs
+# them again. So there is a dry run only when the planner expects it to write at most this much: more than any
+# change a person checks row by row (some hundred thousand narrow rows), a small part of what a dry run could
+# write in its time limit (about 1 GB in 5 s), and little for a disk even when an agent repeats it.
+_DRY_RUN_MAX_BYTES = 32 * 1024 * 1024
+# What a row written costs besides its values, which the plan's width leaves out: its header (23 bytes, aligned
+# to 24) and its line pointer (4), padded.
+_ROW_OVERHEAD_BYTES = 32
+# The average stored row (header included) of the widest of the targets PostgreSQL has counted (VACUUM, ANALYZE):
+# an UPDATE writes whole new rows though its plan carries only the changed columns, and a DELETE changes each row
+# it removes where it is, and logs each page it changes whole the first time after a checkpoint.
+_STORED_ROW_SQL = """
+SELECT pg_catalog.max(pg_catalog.pg_relation_size(c.oid)::float8 / c.reltuples)::bigint FROM pg_catalog.pg_class c
+WHERE c.oid IN (SELECT pg_catalog.to_regclass(name) FROM pg_catalog.unnest(%(targets)s::text[]) AS name)
+  AND c.reltuples > 0
+"""
+# PostgreSQL cannot EXPLAIN an EXPLAIN: what the dry run of an EXPLAIN ANALYZE (which runs the statement) would
+# write is not known beforehand.
+_UNPLANNED = (
+    "EXPLAIN ANALYZE reports its plan, not how many rows the statement changes, and PostgreSQL cannot estimate "
+    "beforehand what its dry run would write"
+)
+
+
 async def _data_impact(
     pools: Pools,
     statement: PostgresStatement,
@@ -473,14 +507,15 @@ async def _data_impact(
         if any(o.blocks_planning for o in obstacles):
             line = f"Impact preview: no dry run and no planner's estimate ({verbs}; {reasons})."
             return Impact(lines=(line,))
-        estimate = await _planner_estimate(pools, statement, seconds)
-        about = f"about {wording.rows(estimate)}" if estimate is not None else "an unknown number of rows"
-        line = (
-            f"Impact preview: {about} would be affected ({verbs}), by the planner's estimate; no dry run ({reasons})."
-        )
-        return Impact(lines=(line,))
+        return _estimate_only(await _planner_estimate(pools, statement, seconds), verbs, reasons)
     async with pools.writer() as connection, connection.transaction(force_rollback=True):
         await begin_catalog_work(connection, seconds)
+        # Planned in the dry run's own transaction (nothing runs: no more than the dry run would plan anyway).
+        explained = await _explained(connection, statement, quoted_tables(classification))
+        if explained is None and not statement.plans_write_rules:  # a plain EXPLAIN (`plans_write_rules`) only plans
+            return Impact(lines=(f"Impact preview: no dry run and no planner's estimate ({verbs}; {_UNPLANNED}).",))
+        if explained is not None and (reason := _too_much_to_write(explained)):
+            return _estimate_only(_plan_rows(explained.plan), verbs, reason)
         rows = max(await _dry_run_count(connection, statement), 0)
     if not statement.counts_changed_rows:
         # `WITH d AS (DELETE ...) SELECT count(*) FROM d`: PostgreSQL counts the rows the SELECT returns;
@@ -494,6 +529,26 @@ async def _data_impact(
         return Impact(lines=(line,))
     line = f"{wording.rows(rows)} would be affected ({verbs}), measured by a dry run that was rolled back."
     return Impact(lines=(line,), rows_affected=rows)
+
+
+def _too_much_to_write(explained: _Explained) -> str | None:
+    """Why a dry run would write too much, by the planner's estimate, to be made; None when it may be made."""
+    written = _written_bytes(explained.plan, explained.stored_row_bytes)
+    if written is None:
+        return "what it would write is not known: PostgreSQL's plan could not be read"
+    if written > _DRY_RUN_MAX_BYTES:
+        return (
+            f"it would write about {_bytes(written)}, more than a dry run may write before anyone approves the "
+            f"statement ({_bytes(_DRY_RUN_MAX_BYTES)})"
+        )
+    return None
+
+
+def _estimate_only(estimate: int | None, verbs: str, reason: str) -> Impact:
+    """The planner's estimate instead of a dry run, and why: it binds no count (`Impact.rows_affected`)."""
+    about = f"about {wording.rows(estimate)}" if estimate is not None else "an unknown number of rows"
+    line = f"Impact preview: {about} would be affected ({verbs}), by the planner's estimate; no dry run ({reason})."
+    return Impact(lines=(line,))
 
 
 async def cascade_lines(connection: Connection, classification: Classification) -> tuple[str, ...]:
@@ -587,22 +642,87 @@ async def _planner_estimate(pools: Pools, statement: PostgresStatement, seconds:
     async with pools.writer() as connection, connection.transaction(force_rollback=True):
         await connection.execute("SET TRANSACTION READ ONLY")
         await set_statement_timeout(connection, seconds)
-        cursor = connection.cursor()
-        async with connection.pipeline():
-            await cursor.execute("EXPLAIN (FORMAT JSON) " + statement.text)
-        row = await cursor.fetchone()
-    return _plan_rows(row[0] if row else None)
+        explained = await _explained(connection, statement)
+    return _plan_rows(explained.plan) if explained is not None else None
+
+
+class _Explained(NamedTuple):
+    plan: object
+    """EXPLAIN (FORMAT JSON)'s document."""
+    stored_row_bytes: int
+    """The average stored row of the widest target (`_STORED_ROW_SQL`); 0 when unknown or not asked."""
+
+
+async def _explained(
+    connection: Connection, statement: PostgresStatement, targets: list[str] | None = None
+) -> _Explained | None:
+    """The statement's plan (EXPLAIN without ANALYZE: nothing runs) and, given `targets`, the size of their stored
+    rows, in one round trip; None for an EXPLAIN, which PostgreSQL cannot explain."""
+    if statement.root == "ExplainStmt":
+        return None
+    plan_cursor = connection.cursor()
+    size_cursor = connection.cursor()
+    async with connection.pipeline():  # extended protocol: one statement in the text only
+        await plan_cursor.execute("EXPLAIN (FORMAT JSON) " + statement.text)
+        if targets:
+            await size_cursor.execute(_STORED_ROW_SQL, {"targets": targets})
+    plan = await plan_cursor.fetchone()
+    size = await size_cursor.fetchone() if targets else None
+    return _Explained(plan[0] if plan else None, int(size[0] or 0) if size else 0)
 
 
 def _plan_rows(document: object) -> int | None:
+    """The rows the plan's data changes take in (the rows they change), or without any, the rows it returns."""
+    plan = _top_plan(document)
+    if plan is None:
+        return None
+    if changed := _changed_inputs(plan):
+        return sum(_number(node, "Plan Rows") for node in changed)
+    rows = plan.get("Plan Rows")
+    return int(rows) if isinstance(rows, int | float) else None
+
+
+def _written_bytes(document: object, stored_row_bytes: int) -> int | None:
+    """About how much the plan's data changes write: each row they change, at least as wide as a stored row."""
+    plan = _top_plan(document)
+    if plan is None:
+        return None
+    return sum(
+        _number(node, "Plan Rows") * max(_number(node, "Plan Width") + _ROW_OVERHEAD_BYTES, stored_row_bytes)
+        for node in _changed_inputs(plan)
+    )
+
+
+def _top_plan(document: object) -> dict[str, object] | None:
     plans = json.loads(document) if isinstance(document, str) else document
     if not isinstance(plans, list) or not plans or not isinstance(plans[0], dict):
         return None
-    plan = plans[0].get("Plan", {})
-    if plan.get("Node Type") == "ModifyTable" and plan.get("Plans"):
-        plan = plan["Plans"][0]
-    rows = plan.get("Plan Rows")
-    return int(rows) if isinstance(rows, int | float) else None
+    plan = plans[0].get("Plan")
+    return plan if isinstance(plan, dict) else None
+
+
+def _changed_inputs(plan: dict[str, object]) -> list[dict[str, object]]:
+    """The input of each ModifyTable node, at any depth (a WITH's data change sits below the query that reads it):
+    the rows it changes. Its other children (InitPlan, SubPlan) only compute values."""
+    found: list[dict[str, object]] = []
+    pending = [plan]
+    while pending:  # no recursion: a plan can be deeper than Python's stack
+        node = pending.pop()
+        children = [child for child in _children(node) if isinstance(child, dict)]
+        if node.get("Node Type") == "ModifyTable":
+            found.extend(child for child in children if child.get("Parent Relationship") == "Outer")
+        pending.extend(children)
+    return found
+
+
+def _children(node: dict[str, object]) -> list[object]:
+    children = node.get("Plans")
+    return children if isinstance(children, list) else []
+
+
+def _number(node: dict[str, object], key: str) -> int:
+    value = node.get(key)
+    return int(value) if isinstance(value, int | float) else 0
 
 
 async def _object_lines(connection: Connection, classification: Classification, pools: Pools) -> list[str]:

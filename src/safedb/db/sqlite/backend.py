@@ -32,13 +32,27 @@ from safedb.db.sqlite import connections
 from safedb.db.sqlite.connections import Authorizer, GuardedConnection, quote_identifier
 from safedb.db.sqlite.expansion import statement_nesting, subquery_depth
 from safedb.db.sqlite.impact import may_replace, measure_impact, rows_changed
-from safedb.db.sqlite.inspector import SchemaFacts, inspect_statement, schema_facts, schema_version, shadow_table_names
+from safedb.db.sqlite.inspector import (
+    SchemaFacts,
+    inspect_statement,
+    resolved_names,
+    schema_facts,
+    schema_version,
+    shadow_table_names,
+)
 from safedb.db.sqlite.known_statements import KnownStatements
 from safedb.db.sqlite.row_limit import execute_read
-from safedb.errors import InvalidStatement, QueryFailed, QueryTimeout, RowCountChanged
+from safedb.errors import ChangedSinceQuestion, InvalidStatement, QueryFailed, QueryTimeout, RowCountChanged
 from safedb.inline_work import INLINE_BUDGET, INLINE_STATEMENT_CHARS, LONG_STATEMENT_CHARS, RecentDuration
 from safedb.memory import release_memory
-from safedb.sql.classification import MAX_STATEMENT_CHARS, ChangeCategory, ChangeKind, Classification, ObjectType
+from safedb.sql.classification import (
+    MAX_STATEMENT_CHARS,
+    ChangeCategory,
+    ChangeKind,
+    Classification,
+    ObjectType,
+    names_moved,
+)
 from safedb.sql.policy import file_path
 from safedb.sql.sqlite_actions import (
     Action,
@@ -247,7 +261,8 @@ class SqliteDatabase:
         classification = inspect_statement(inspector, sql, schema)
         if schema_version(inspector) == version:  # else the schema changed while compiling
             self._known_statements.add(sql, version, classification)
-            if deep_through_schema:  # its read or dry run compiles it again: in a worker thread too
+            # Its read or dry run compiles it again: in a worker thread too, whose connections keep nothing compiled.
+            if deep_through_schema or classification.program_length > connections.KEPT_PROGRAM_INSTRUCTIONS:
                 self._known_statements.mark_long_running(sql)
         return classification
 
@@ -358,6 +373,9 @@ class SqliteDatabase:
         if in_transaction:
             connection.execute("BEGIN IMMEDIATE")
         try:
+            # Within the write lock, so no one can rename a table from now until the statement has run.
+            if moved := names_moved(approved, resolved_names(connection, approved)):
+                raise ChangedSinceQuestion("; ".join(moved))
             # The count shown holds only where nothing may REPLACE; another connection may have changed a
             # table's definition since (ON CONFLICT REPLACE), and such deletions raise no authorizer event.
             if approved_rows is not None and may_replace(connection, approved):

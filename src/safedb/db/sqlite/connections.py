@@ -33,6 +33,11 @@ _BUSY_TIMEOUT = 5.0
 # 90,000 characters (or five of 900,000) filled it, and every later statement but the shortest failed for want of
 # memory, for good.
 _KEPT_STATEMENTS = 32
+KEPT_PROGRAM_INSTRUCTIONS = 20_000
+"""The longest program a statement may compile to and still run on the event loop's connections, which keep it
+compiled (about 24 bytes an instruction: at most some 16 MB for each connection's kept statements). A statement
+past it runs in worker threads: a 25-character read of a generated column defined over others, each over the one
+before, compiles to millions of instructions."""
 
 # How many SQLite virtual-machine steps run between two checks of the time limit. Each check is Python
 # code, so in a worker thread it must take the GIL from the busy event loop: checking too often slows
@@ -276,13 +281,15 @@ def open_reader(path: Path, *, on_event_loop: bool = False) -> GuardedConnection
 
 
 def open_inspector(path: Path, *, on_event_loop: bool = False) -> GuardedConnection:
-    """A read-only connection for compiling statements under a recording authorizer (see `inspector`)."""
-    return _open_read_only(path, on_event_loop)
+    """A read-only connection for compiling statements under a recording authorizer (see `inspector`). It keeps no
+    compiled statement, on the event loop's thread either: it compiles statements nobody has looked at yet (their
+    classifications are remembered instead), one of which may compile to millions of instructions."""
+    return _open_read_only(path, on_event_loop, keep_statements=False)
 
 
-def _open_read_only(path: Path, on_event_loop: bool) -> GuardedConnection:
+def _open_read_only(path: Path, on_event_loop: bool, *, keep_statements: bool = True) -> GuardedConnection:
     uri = path.resolve().as_uri() + "?mode=ro"
-    connection = _connect(uri, uri=True, on_event_loop=on_event_loop)
+    connection = _connect(uri, uri=True, on_event_loop=on_event_loop, keep_statements=keep_statements)
     connection.execute("PRAGMA query_only = ON")
     # Rows a read sorts, groups or materializes past the page cache go to temporary files by default, which
     # MAX_SQLITE_HEAP_BYTES does not count: an endless sort wrote gigabytes of them within its time limit (on a
@@ -325,8 +332,11 @@ def check_database_file(path: Path) -> None:
         raise DatabaseOpenError(f"Cannot open {path} as an SQLite database: {exc}") from exc
 
 
-def _connect(target: str, *, uri: bool, on_event_loop: bool) -> AuthorizerNotingConnection:
-    """A connection with SafeDB's limits, for worker threads or `on_event_loop` (see `_KEPT_STATEMENTS`)."""
+def _connect(
+    target: str, *, uri: bool, on_event_loop: bool, keep_statements: bool = True
+) -> AuthorizerNotingConnection:
+    """A connection with SafeDB's limits, for worker threads or `on_event_loop` (see `_KEPT_STATEMENTS`; none kept
+    without `keep_statements`)."""
     try:
         connection = sqlite3.connect(
             target,
@@ -335,7 +345,7 @@ def _connect(target: str, *, uri: bool, on_event_loop: bool) -> AuthorizerNoting
             check_same_thread=False,
             isolation_level=None,
             factory=AuthorizerNotingConnection,
-            cached_statements=_KEPT_STATEMENTS if on_event_loop else 0,
+            cached_statements=_KEPT_STATEMENTS if on_event_loop and keep_statements else 0,
         )
     except sqlite3.Error as exc:
         raise DatabaseOpenError(f"Cannot open the database: {exc}") from exc

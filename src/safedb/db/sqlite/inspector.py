@@ -131,7 +131,7 @@ def inspect_statement(connection: sqlite3.Connection, sql: str, schema: SchemaFa
     connection.set_authorizer(record)
     try:
         cursor = connection.execute(sql if explain_only else f"EXPLAIN {sql}")
-        program = [] if explain_only else _program(cursor, sql)
+        program, program_length = ([], 0) if explain_only else _program(cursor, sql)
     except sqlite3.ProgrammingError as exc:
         if "one statement at a time" in str(exc):
             raise MultipleStatements from exc
@@ -156,7 +156,9 @@ def inspect_statement(connection: sqlite3.Connection, sql: str, schema: SchemaFa
     )
     # SQLite names a WITH query as the code a read is made in too: the question lists only triggers and views.
     runs = tuple(name for name in classification.runs if _ascii_folded(name) in schema.code)
-    classification = replace(classification, runs=runs)
+    classification = replace(
+        classification, runs=runs, program_length=program_length, resolved=resolved_names(connection, classification)
+    )
     for change in classification.changes:
         if change.kind is ChangeKind.CREATE and change.target.type is ObjectType.VIRTUAL_TABLE:
             _refuse_taking_over_tables(connection, change.target, schema.shadow_tables)
@@ -177,9 +179,9 @@ _PROGRAM_STEPS_PER_CHARACTER = 4
 _PROGRAM_STEPS_AT_LEAST = 200_000
 
 
-def _program(cursor: sqlite3.Cursor, sql: str) -> list[Instruction]:
+def _program(cursor: sqlite3.Cursor, sql: str) -> tuple[list[Instruction], int]:
     """The instructions `EXPLAIN` lists whose opcodes SafeDB examines (`EXAMINED_OPCODES`), read up to the
-    bound above on the length of the whole program (InvalidStatement past it)."""
+    bound above on the length of the whole program (InvalidStatement past it), and that length."""
     bound = max(_PROGRAM_STEPS_AT_LEAST, _PROGRAM_STEPS_PER_CHARACTER * len(sql))
     program = []
     length = 0
@@ -193,7 +195,7 @@ def _program(cursor: sqlite3.Cursor, sql: str) -> list[Instruction]:
             "subqueries copy each other's expressions over and over). Nothing was run. Nest fewer subqueries, or "
             "keep their rows in a table."
         )
-    return program
+    return program, length
 
 
 def _shadow_tables_written(
@@ -267,6 +269,32 @@ def _refuse_taking_over_tables(
             "storage (written with every change, and dropped with the virtual table). Nothing was run; choose "
             "another name."
         )
+
+
+_IDENTIFIED = frozenset({ObjectType.TABLE, ObjectType.INDEX})
+
+
+def resolved_names(
+    connection: sqlite3.Connection, classification: Classification
+) -> tuple[tuple[str, str | None], ...]:
+    """Each table and index the statement changes, and the one its name means now (`Classification.resolved`):
+    `schema.name (root page N)`, the first page of its B-tree, which stays with it when it is renamed."""
+    found = []
+    for target in dict.fromkeys(change.target for change in classification.changes):
+        if target.type not in _IDENTIFIED:
+            continue
+        schema = target.schema or "main"
+        try:
+            row = connection.execute(
+                f"SELECT name, rootpage FROM {quote_identifier(schema)}.sqlite_schema "
+                "WHERE type IN ('table', 'index') AND name = ? COLLATE NOCASE",
+                (target.name,),
+            ).fetchone()
+        except sqlite3.OperationalError:  # a schema not attached (any more)
+            row = None
+        meant = None if row is None else f"{schema}.{row[0]} (root page {row[1]})"
+        found.append((f"{schema}.{target.name}", meant))
+    return tuple(found)
 
 
 def schema_version(connection: sqlite3.Connection) -> int:
