@@ -86,7 +86,10 @@ class QueryFailed(SafeDBError):
 
 class QueryTimeout(QueryFailed):
     def __init__(self, seconds: float) -> None:
-        super().__init__(f"The statement ran longer than the {seconds:g} s time limit and was stopped.")
+        super().__init__(
+            f"The statement did not finish within the {seconds:g} s time limit, which counts any wait for a free "
+            "database connection, and was stopped."
+        )
 
 
 class RowCountChanged(QueryFailed):

@@ -46,6 +46,9 @@ def test_arguments(words: list[str], expected: dict[str, Any]) -> None:
         (["[1]"], "key=value"),
         (["limit=" + "9" * 5000], "limit"),  # more digits than Python converts
         (["limit:=" + "9" * 5000], "limit"),
+        # The later one won unseen.
+        (["query=SELECT 1", "query=DROP TABLE t"], "'query' is given more than once"),
+        (["limit=1", "limit:=2"], "'limit' is given more than once"),
     ],
 )
 def test_bad_arguments(words: list[str], problem: str) -> None:

@@ -13,9 +13,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 
-from safedb.client.console_log import OneLineFormatter
+from safedb.client.console_log import OneLineFormatter, shown_on_console
 from safedb.client.model import schema_to_model
 from safedb.client.sanitize import clean_text
 from safedb.client.schema import UnsupportedSchema, parse_requested_schema
@@ -267,3 +268,25 @@ def test_an_error_from_a_task_group_is_shown_as_the_error_inside_it() -> None:
         record.exc_info = sys.exc_info()
     line = OneLineFormatter().format(record)
     assert line == "Error: Error in post_writer (ConnectionRefusedError: the server went away)"
+
+
+def _sdk_record(name: str, message: str, error: BaseException) -> logging.LogRecord:
+    try:
+        raise error
+    except BaseException:
+        record = logging.LogRecord(name, logging.ERROR, "", 0, message, (), None)
+        record.exc_info = sys.exc_info()
+    return record
+
+
+@pytest.mark.parametrize(
+    ("error", "shown"),
+    [(anyio.BrokenResourceError(), False), (anyio.ClosedResourceError(), False), (ValueError("bad JSON"), True)],
+)
+def test_a_message_forwarded_after_its_call_ended_is_not_an_error_on_the_console(
+    error: BaseException, shown: bool
+) -> None:
+    """A server's notification on a request's stream after its result (a URL elicitation's completion) printed
+    `Error: Error parsing SSE message (BrokenResourceError)` after every such call; a real parse failure still shows."""
+    record = _sdk_record("mcp.client.streamable_http", "Error parsing SSE message", error)
+    assert shown_on_console(record) is shown

@@ -55,6 +55,9 @@ def test_field_kinds_constraints_and_labels() -> None:
         ("birthday", "1815-12-10", "1815-12-10"),
         ("meeting", "2025-12-31T23:59:00Z", "2025-12-31T23:59:00Z"),
         ("meeting", "2025-12-31T23:59:00.5+01:00", "2025-12-31T23:59:00.5+01:00"),
+        # A leap second (RFC 3339), 23:59:60 in UTC: Python's datetime cannot hold it, and it was refused.
+        ("meeting", "2016-12-31T23:59:60Z", "2016-12-31T23:59:60Z"),
+        ("meeting", "2017-01-01T00:59:60+01:00", "2017-01-01T00:59:60+01:00"),
         ("age", 0, 0),
         ("age", 150, 150),
         ("age", 42.0, 42),
@@ -85,6 +88,7 @@ def test_valid_values_are_accepted(name: str, value: Any, expected: Any) -> None
         ("birthday", "10/12/1815", "YYYY-MM-DD"),
         ("birthday", "2025-02-30", "YYYY-MM-DD"),
         ("meeting", "2025-12-31T23:59:00", "time zone"),
+        ("meeting", "2016-12-31T12:00:60Z", "time zone"),  # a 60th second only ends a day (in UTC)
         ("age", -1, "greater than or equal to 0"),
         ("age", 151, "less than or equal to 150"),
         ("age", 4.5, "whole number"),

@@ -6,7 +6,10 @@ whole memory, and every later statement failed for want of it, until the server 
 
 from __future__ import annotations
 
+import os
 import sqlite3
+import subprocess
+import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -15,7 +18,6 @@ import pytest
 from safedb.db.backend import QueryLimits
 from safedb.db.sqlite.backend import SqliteDatabase
 from safedb.db.sqlite.connections import KEPT_PROGRAM_INSTRUCTIONS
-from safedb.errors import InvalidStatement
 
 pytestmark = pytest.mark.anyio
 
@@ -28,28 +30,58 @@ _LARGE_READ = (
 
 
 @pytest.fixture
-async def database(tmp_path: Path) -> AsyncIterator[SqliteDatabase]:
+def generated(tmp_path: Path) -> Path:
+    """A database with one table of generated columns, each over the one before."""
     path = tmp_path / "generated.db"
     connection = sqlite3.connect(path)
     connection.execute(f"CREATE TABLE g (c0 INTEGER, {_COLUMNS})")
     connection.execute("INSERT INTO g (c0) VALUES (1)")
     connection.commit()
     connection.close()
-    served = SqliteDatabase(path, QueryLimits())
+    return path
+
+
+@pytest.fixture
+async def database(generated: Path) -> AsyncIterator[SqliteDatabase]:
+    served = SqliteDatabase(generated, QueryLimits())
     try:
         yield served
     finally:
         await served.aclose()
 
 
-async def test_statements_refused_as_too_long_do_not_keep_the_memory(database: SqliteDatabase) -> None:
-    for attempt in range(5):
-        with pytest.raises(InvalidStatement, match="compiles to a program of more than"):
-            await database.classify(f"SELECT c20 FROM g -- {attempt}")
+# Run in a process of its own: SQLite's memory limit is the process's, which other tests' connections share.
+_REFUSED_THEN_LARGE_READ = """
+import asyncio, sys
+from pathlib import Path
+from safedb.db.backend import QueryLimits
+from safedb.db.sqlite.backend import SqliteDatabase
+from safedb.errors import InvalidStatement
 
-    result = await database.read(await database.classify(_LARGE_READ))
+async def main() -> None:
+    database = SqliteDatabase(Path(sys.argv[1]), QueryLimits())
+    try:
+        for attempt in range(5):
+            try:
+                await database.classify(f"SELECT c20 FROM g -- {attempt}")
+            except InvalidStatement as exc:
+                print(str(exc).split(":")[0])
+        print((await database.read(await database.classify(sys.argv[2]))).rows)
+    finally:
+        await database.aclose()
 
-    assert result.rows == ((30, 300_000_000),)
+asyncio.run(main())
+"""
+
+
+def test_statements_refused_as_too_long_do_not_keep_the_memory(generated: Path) -> None:
+    ran = subprocess.run(
+        [sys.executable, "-c", _REFUSED_THEN_LARGE_READ, str(generated), _LARGE_READ],
+        capture_output=True, text=True, timeout=120, check=False,
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2] / "src")},
+    )  # fmt: skip
+    assert ran.returncode == 0, ran.stderr
+    assert ran.stdout.splitlines() == ["SQLite cannot run this statement"] * 5 + ["((30, 300000000),)"], ran.stdout
 
 
 async def test_a_long_program_runs_in_worker_threads_and_is_read(database: SqliteDatabase) -> None:

@@ -37,10 +37,10 @@ def parse_arguments(words: Sequence[str], input_schema: Mapping[str, Any] | None
         key, separator, raw = word.partition("=")
         if not separator or not key:
             raise ArgumentError(f"{word!r} is not key=value (or give one JSON object)")
-        if key.endswith(":"):
-            arguments[key[:-1]] = _json(key[:-1], raw)
-        else:
-            arguments[key] = _typed(key, raw, properties.get(key))
+        name = key.removesuffix(":")
+        if name in arguments:  # the later one would win unseen: `query="SELECT 1" query="DROP TABLE t"`
+            raise ArgumentError(f"{name!r} is given more than once")
+        arguments[name] = _json(name, raw) if key.endswith(":") else _typed(key, raw, properties.get(key))
     return arguments
 
 

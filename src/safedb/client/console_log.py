@@ -10,6 +10,8 @@ from __future__ import annotations
 import logging
 import sys
 
+import anyio
+
 from safedb.client.sanitize import clean_text
 
 _REPORTED_BY_THE_CONNECTION = frozenset({("mcp.client.stdio", "Failed to parse JSONRPC message from server")})
@@ -31,13 +33,23 @@ class OneLineFormatter(logging.Formatter):
         return clean_text(line, multiline=False)
 
 
-def _not_reported_elsewhere(record: logging.LogRecord) -> bool:
-    return (record.name, record.msg) not in _REPORTED_BY_THE_CONNECTION
+_FORWARDED_TOO_LATE = ("mcp.client.streamable_http", "Error parsing SSE message")
+"""The SDK's record of a message that came on a request's stream after the client stopped reading it (a server's
+notification after the result, such as a URL elicitation's completion): no parse failure, and nothing lost."""
+
+
+def shown_on_console(record: logging.LogRecord) -> bool:
+    """Whether a record is for the person at the terminal (not one the connection reports itself, nor noise)."""
+    if (record.name, record.msg) in _REPORTED_BY_THE_CONNECTION:
+        return False
+    error = record.exc_info[1] if record.exc_info else None
+    closed = isinstance(error, anyio.BrokenResourceError | anyio.ClosedResourceError)
+    return not (closed and (record.name, record.msg) == _FORWARDED_TOO_LATE)
 
 
 def log_to_console() -> None:
     """Show warnings and errors of the client and the SDK on stderr, one line each."""
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(OneLineFormatter())
-    handler.addFilter(_not_reported_elsewhere)
+    handler.addFilter(shown_on_console)
     logging.basicConfig(level=logging.WARNING, handlers=[handler], force=True)

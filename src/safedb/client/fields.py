@@ -10,7 +10,7 @@ import json
 import math
 import re
 from dataclasses import dataclass
-from datetime import date, datetime
+from datetime import UTC, date, datetime
 from enum import StrEnum
 from fractions import Fraction
 from typing import Annotated, Any
@@ -373,8 +373,12 @@ def _date(value: str) -> str:
 def _date_time(value: str) -> str:
     try:
         if _DATE_TIME.fullmatch(value):
-            datetime.fromisoformat(value.replace("z", "Z"))
-            return value
+            # RFC 3339 allows a leap second, 23:59:60 in UTC, which Python's datetime cannot hold: checked as :59.
+            leap = value[17:19] == "60"
+            moment = datetime.fromisoformat((value[:17] + "59" + value[19:] if leap else value).replace("z", "Z"))
+            utc = moment.astimezone(UTC)
+            if not leap or (utc.hour, utc.minute) == (23, 59):
+                return value
     except ValueError:
         pass
     raise ValueError("must be a date and time with a time zone, like 2025-12-31T23:59:00Z or 2025-12-31T23:59:00+01:00")

@@ -226,15 +226,11 @@ def _analyze(sql: str) -> PostgresStatement:
     found = [_references(expression) for expression in code.expressions]
     functions: tuple[FunctionRef, ...] = tuple(ref for part in found for ref in part.functions)
     if isinstance(node, ast.CallStmt):
-        # The procedure itself is the CALL change; functions in its arguments are judged like any other. It is
-        # judged as a call too, which shows (and binds the approval to) the fingerprint of its definition.
-        procedure = _procedure(node)
+        # The procedure itself is the CALL change (the code it runs is named with its definition, see
+        # `fired_code`); functions in its arguments are judged like any other.
         arguments = node.funccall.args if node.funccall is not None else None
-        functions = (
-            FunctionRef(procedure.name, procedure.schema),
-            *(ref for arg in arguments or () for ref in _references(arg).functions),
-        )
-        changes = [Change(ChangeKind.CALL, procedure, None, None)]
+        functions = tuple(ref for arg in arguments or () for ref in _references(arg).functions)
+        changes = [Change(ChangeKind.CALL, _procedure(node), None, None)]
     return PostgresStatement(
         Classification(statement=sql, changes=tuple(dict.fromkeys(changes))),
         text,

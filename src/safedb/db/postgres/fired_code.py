@@ -44,6 +44,15 @@ SELECT 'event trigger ' || quote_ident(evtname) || ' (' || evtevent
 FROM pg_event_trigger WHERE evtenabled <> 'D'
 """
 
+# The procedures a CALL of `name` (in `schema`, else on the search path) may run, each with a fingerprint of its
+# definition: one replaced runs other code under the same name.
+_PROCEDURES_SQL = """
+SELECT 'procedure ' || p.oid::regprocedure::text || ' (definition ' || left(md5(pg_get_functiondef(p.oid)), 16) || ')'
+FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
+WHERE p.prokind = 'p' AND p.proname = %(name)s
+  AND (n.nspname = %(schema)s OR (%(schema)s::text IS NULL AND n.nspname = ANY (current_schemas(true))))
+"""
+
 # The targets LOCK TABLE takes (a foreign table it does not), as quoted names.
 _LOCKABLE_SQL = """
 SELECT c.oid::regclass::text FROM unnest(%(targets)s::text[]) AS name JOIN pg_class c ON c.oid = to_regclass(name)
@@ -52,8 +61,14 @@ WHERE c.relkind IN ('r', 'p', 'v')
 
 
 async def fired_code(connection: Connection, classification: Classification) -> tuple[str, ...]:
-    """The user triggers, rules and event triggers that would run with the statement now, sorted."""
+    """The user triggers, rules and event triggers that would run with the statement now, and a CALL's procedures,
+    sorted."""
     found: set[str] = set()
+    for change in classification.changes:
+        if change.kind is ChangeKind.CALL:
+            parameters = {"name": change.target.name, "schema": change.target.schema}
+            cursor = await connection.execute(_PROCEDURES_SQL, parameters)
+            found.update(name for (name,) in await cursor.fetchall())
     for kinds, events, rules in ((DATA_KINDS, _DATA_EVENTS, True), ({ChangeKind.TRUNCATE}, _TRUNCATE_EVENT, False)):
         if targets := quoted_targets(classification, kinds):
             cursor = await connection.execute(_TRIGGERS_SQL, {"targets": targets, "events": events, "rules": rules})
