@@ -241,11 +241,16 @@ class FunctionDefinition:
     """A parameter takes the type of the caller's argument (`anyelement`, `anycompatible`..., `record`)."""
 
 
+def fingerprint(text: str) -> str:
+    """SQL for the fingerprint of a definition, `text` (an SQL expression): 64 bits of its MD5, in hexadecimal, so
+    that no one can make other code with the fingerprint a question shows."""
+    return f"left(md5({text}), 16)"
+
+
 # A fingerprint of a function's or procedure's definition, for those created in the database (not PostgreSQL's own;
-# an aggregate has no definition to show): one replaced runs other code under the same name. 64 bits, so that no
-# one can make other code with the fingerprint shown.
+# an aggregate has no definition to show): one replaced runs other code under the same name.
 DEFINITION_FINGERPRINT = (
-    "CASE WHEN p.oid >= 16384 AND p.prokind IN ('f', 'p') THEN left(md5(pg_get_functiondef(p.oid)), 16) END"
+    f"CASE WHEN p.oid >= 16384 AND p.prokind IN ('f', 'p') THEN {fingerprint('pg_get_functiondef(p.oid)')} END"
 )
 _FINGERPRINTS_SQL = f"SELECT p.oid, {DEFINITION_FINGERPRINT} FROM pg_proc p WHERE p.oid = ANY (%(oids)s::oid[])"
 

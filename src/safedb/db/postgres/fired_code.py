@@ -10,6 +10,7 @@ stops (`check_fired_unchanged`).
 
 from __future__ import annotations
 
+from safedb.db.postgres.catalog import DEFINITION_FINGERPRINT, fingerprint
 from safedb.db.postgres.connections import Connection
 from safedb.db.postgres.impact import CLOSURE, DATA_KINDS, quoted_targets
 from safedb.errors import ChangedSinceQuestion
@@ -28,26 +29,26 @@ _NO_EVENT_KINDS = DATA_KINDS | {ChangeKind.TRUNCATE, ChangeKind.SEQUENCE, Change
 _TRIGGERS_SQL = f"""
 WITH RECURSIVE {CLOSURE}
 SELECT 'trigger ' || quote_ident(t.tgname) || ' on ' || t.tgrelid::regclass::text || ' (' || t.tgfoid::regproc::text
-       || '(), definition ' || left(md5(pg_get_triggerdef(t.oid) || pg_get_functiondef(t.tgfoid)), 16) || ')'
+       || '(), definition ' || {fingerprint("pg_get_triggerdef(t.oid) || pg_get_functiondef(t.tgfoid)")} || ')'
 FROM pg_trigger t JOIN closure ON closure.oid = t.tgrelid
 WHERE NOT t.tgisinternal AND t.tgenabled <> 'D' AND t.tgtype & %(events)s <> 0
 UNION
 SELECT 'rule ' || quote_ident(r.rulename) || ' on ' || r.ev_class::regclass::text
-       || ' (definition ' || left(md5(pg_get_ruledef(r.oid)), 16) || ')'
+       || ' (definition ' || {fingerprint("pg_get_ruledef(r.oid)")} || ')'
 FROM pg_rewrite r JOIN closure ON closure.oid = r.ev_class
 WHERE %(rules)s AND r.ev_type <> '1' AND r.ev_enabled <> 'D'
 """
-_EVENT_TRIGGERS_SQL = """
+_EVENT_TRIGGERS_SQL = f"""
 SELECT 'event trigger ' || quote_ident(evtname) || ' (' || evtevent
        || coalesce(' of ' || array_to_string(evttags, ', '), '') || ', ' || evtfoid::regproc::text
-       || '(), definition ' || left(md5(pg_get_functiondef(evtfoid)), 16) || ')'
+       || '(), definition ' || {fingerprint("pg_get_functiondef(evtfoid)")} || ')'
 FROM pg_event_trigger WHERE evtenabled <> 'D'
 """
 
 # The procedures a CALL of `name` (in `schema`, else on the search path) may run, each with a fingerprint of its
 # definition: one replaced runs other code under the same name.
-_PROCEDURES_SQL = """
-SELECT 'procedure ' || p.oid::regprocedure::text || ' (definition ' || left(md5(pg_get_functiondef(p.oid)), 16) || ')'
+_PROCEDURES_SQL = f"""
+SELECT 'procedure ' || p.oid::regprocedure::text || ' (definition ' || {DEFINITION_FINGERPRINT} || ')'
 FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
 WHERE p.prokind = 'p' AND p.proname = %(name)s
   AND (n.nspname = %(schema)s OR (%(schema)s::text IS NULL AND n.nspname = ANY (current_schemas(true))))
