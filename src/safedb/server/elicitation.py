@@ -36,11 +36,17 @@ _INPUT_REQUIRED_VERSION = "2026-07-28"
 
 
 @functools.cache
-def requested_schema(form: type[SafetyVerification]) -> dict[str, Any]:
-    return render_elicitation_schema(form)
+def _form_params(form: type[SafetyVerification]) -> ElicitRequestFormParams:
+    return ElicitRequestFormParams(message="", requested_schema=render_elicitation_schema(form))
 
 
-@dataclass(frozen=True)
+def _elicit_request(text: str, form: type[SafetyVerification]) -> ElicitRequest:
+    """The form question with `text`. Its schema is validated once per form and shared: validating it for
+    every question would copy it into each of the thousands that may wait at once."""
+    return ElicitRequest.model_construct(params=_form_params(form).model_copy(update={"message": text}))
+
+
+@dataclass(frozen=True, slots=True)
 class Reply:
     answer: Answer
     verification: SafetyVerification | None
@@ -54,7 +60,7 @@ class Reply:
     """What the question showed a DROP takes with it, which an approval holds for (`Impact.drops`)."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Prompt:
     """The question's text, and what it shows that an approval holds for (`Reply.rows_shown`, `Reply.drops_shown`)."""
 
@@ -63,7 +69,7 @@ class Prompt:
     drops_shown: tuple[str, ...] | None = None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Question:
     """What the channel needs from the caller: the prompt, built only when asked, and a hook run just
     before the question goes out (the server records it in the audit log there)."""
@@ -144,12 +150,11 @@ class ApprovalChannel:
         return replace(reply, rows_shown=prompt.rows_shown, drops_shown=prompt.drops_shown)
 
     async def _elicit(self, ctx: Context[Any, Any], text: str, question: Question, request_id: str) -> Reply:
-        params = ElicitRequestFormParams(message=text, requested_schema=requested_schema(question.form))
         try:
             # The SDK's own request timeout (it tells the client the request is cancelled when it expires),
             # rather than a cancel scope of our own around it: one less per waiting question.
             result = await ctx.session.send_request(
-                ElicitRequest(params=params),
+                _elicit_request(text, question.form),
                 ElicitResult,
                 request_read_timeout_seconds=question.timeout,
                 metadata=ServerMessageMetadata(related_request_id=ctx.request_id),
@@ -179,8 +184,7 @@ class ApprovalChannel:
             classification, question.timeout, question.caller, prompt.rows_shown, prompt.drops_shown
         )
         await question.asking(ticket.id)
-        params = ElicitRequestFormParams(message=prompt.text, requested_schema=requested_schema(question.form))
-        request = ElicitRequest(params=params)
+        request = _elicit_request(prompt.text, question.form)
         return InputRequiredResult(input_requests={APPROVAL_KEY: request}, request_state=ticket.encode())
 
 
