@@ -47,6 +47,8 @@ def default_data_dir() -> Path:
 
 
 ALL_CATEGORIES = frozenset(ChangeCategory)
+ALWAYS_REFUSED = frozenset({ChangeCategory.EXTENSION})
+"""Refused by the deny list whatever a policy says (docs/safety.md, section 3)."""
 
 
 @dataclass(frozen=True)
@@ -55,8 +57,9 @@ class Policy:
 
     ask: frozenset[ChangeCategory] = ALL_CATEGORIES - {ChangeCategory.EXTENSION}
     """Kinds of change that run only after a person approves them."""
-    refuse: frozenset[ChangeCategory] = frozenset({ChangeCategory.EXTENSION})
-    """Kinds of change refused outright, whatever anyone answers. A kind in neither set runs without asking."""
+    refuse: frozenset[ChangeCategory] = ALWAYS_REFUSED
+    """Kinds of change refused outright, whatever anyone answers (`ALWAYS_REFUSED` are, in any case). A kind in
+    neither set runs without asking."""
     min_justification: int = 10
     """Characters a justification needs when the answer says Production."""
     type_target_name: bool = False
@@ -68,13 +71,13 @@ class Policy:
     """Directories ATTACH and VACUUM INTO may use; outside them both are refused outright."""
 
     def describe(self) -> str:
-        """One line such as `changes ask first; refused: extension loading`."""
-        asked = sorted(str(c) for c in self.ask - self.refuse)
-        free = sorted(str(c) for c in ALL_CATEGORIES - self.ask - self.refuse)
+        """One line such as `asks at the client before: data change; refused: extension loading`."""
+        refused = self.refuse | ALWAYS_REFUSED
+        asked = sorted(str(c) for c in self.ask - refused)
+        free = sorted(str(c) for c in ALL_CATEGORIES - self.ask - refused)
         where = "on the approval page" if self.channel is Channel.WEB else "at the client"
         parts = [f"asks {where} before: {', '.join(asked)}" if asked else "asks before nothing"]
-        if self.refuse:
-            parts.append(f"refused: {', '.join(sorted(str(c) for c in self.refuse))}")
+        parts.append(f"refused: {', '.join(sorted(str(c) for c in refused))}")
         if free:
             parts.append(f"runs without asking: {', '.join(free)}")
         return "; ".join(parts)

@@ -164,3 +164,12 @@ def test_every_setting_is_documented() -> None:
     assert missing == set(), f"settings missing from docs/configuration.md: {sorted(missing)}"
     stale = documented - _setting_keys()
     assert stale == set(), f"docs/configuration.md documents settings that do not exist: {sorted(stale)}"
+
+
+@pytest.mark.parametrize("policy", ["refuse = []", "refuse = []\nask = ['data', 'extension']"])
+def test_extension_loading_is_described_as_refused_whatever_the_policy_says(tmp_path: Path, policy: str) -> None:
+    """The deny list refuses it in any case (docs/safety.md, section 3): the banner must not say it runs."""
+    (target,) = load_settings(write(tmp_path, f"[targets.a.policy]\n{policy}\n")).targets
+    mode = target.safety_mode()
+    assert "refused: extension loading" in mode
+    assert "extension" not in mode.partition("refused:")[0]
