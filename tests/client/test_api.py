@@ -101,3 +101,31 @@ async def test_an_answer_the_model_refuses_while_it_is_built_is_not_sent_but_can
         sent = await call(server_url, mode, "ask_for", answer, arguments={"requested_schema": CONSTRAINED})
     assert sent == {"form": {"action": "cancel"}}
     assert "does not fit the schema: level: must be one of 1, 2, 3" in caplog.text
+
+
+async def test_an_answer_function_that_raises_cancels_its_question(
+    server_url: str, mode: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    async def answer(question: FormQuestion) -> object:
+        raise RuntimeError("the program's own bug")
+
+    with caplog.at_level(logging.WARNING, logger="safedb.client.api"):
+        sent = await call(server_url, mode, "ask_secret", answer)
+    assert sent == {"secret": {"action": "cancel"}}
+    assert "answer function raised" in caplog.text
+    assert "the program's own bug" in caplog.text
+
+
+async def test_a_url_function_that_raises_cancels_its_question(
+    server_url: str, mode: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    async def answer(question: FormQuestion) -> object:
+        raise AssertionError("a URL question is not a form")
+
+    async def on_url(params: ElicitRequestURLParams) -> object:
+        raise RuntimeError("no browser here")
+
+    with caplog.at_level(logging.WARNING, logger="safedb.client.api"):
+        sent = await call(server_url, mode, "ask_url", answer, on_url)
+    assert sent == {"page": {"action": "cancel"}}
+    assert "no browser here" in caplog.text

@@ -10,8 +10,9 @@
     async with Client(url, elicitation_callback=elicitation_handler(approve)) as client: ...
 
 Every answer is checked against the requested schema before it is sent; one that does not fit is
-never sent (the question is cancelled and a warning logged). URL-mode questions are declined unless
-an `on_url` function is given.
+never sent (the question is cancelled and a warning logged). A function that raises cancels its
+question too (the exception is logged). URL-mode questions are declined unless an `on_url` function
+is given.
 """
 
 from __future__ import annotations
@@ -67,7 +68,10 @@ def elicitation_handler(
 
     async def callback(context: ClientRequestContext, params: ElicitRequestParams) -> ElicitResult | ErrorData:
         if isinstance(params, ElicitRequestURLParams):
-            reply: UrlReply = await on_url(params) if on_url is not None else Decline()
+            try:
+                reply: UrlReply = await on_url(params) if on_url is not None else Decline()
+            except Exception:
+                return _failed("a URL question")
             if not isinstance(reply, Accept | Decline | Cancel):
                 return _not_an_answer(reply, "a URL question", "Accept(), Decline() or Cancel()")
             return ElicitResult(action=_action(reply))
@@ -81,6 +85,8 @@ def elicitation_handler(
             form_reply = await answer(FormQuestion(params.message, params.requested_schema, model, params))
         except ValidationError as exc:  # `question.model(...)` refused the answer the program was building
             return _does_not_fit(InvalidAnswer(problems_by_field(exc)))
+        except Exception:
+            return _failed("a form")
         if isinstance(form_reply, Decline | Cancel):
             return ElicitResult(action=_action(form_reply))
         if not isinstance(form_reply, BaseModel | Mapping):
@@ -115,6 +121,13 @@ def _not_an_answer(reply: object, question: str, expected: str) -> ElicitResult:
     # A wrong type (Accept() for a form, a forgotten return) is a bug in the program, but raising here would
     # fail the call, or in 2026-07-28 the whole Client; like an answer that does not fit, it is not sent.
     logger.warning("Cancelled %s: the program answered %r, not %s", question, reply, expected)
+    return ElicitResult(action="cancel")
+
+
+def _failed(question: str) -> ElicitResult:
+    # Raised out of the callback, the exception would be sent to the server as an error reply in the handshake
+    # era, and end the whole `Client` in 2026-07-28 (the callback runs within `call_tool`): one outcome for both.
+    logger.exception("Cancelled %s: the program's answer function raised", question)
     return ElicitResult(action="cancel")
 
 
