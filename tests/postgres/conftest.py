@@ -151,6 +151,13 @@ def pg(postgres_cluster: PostgresServer) -> Iterator[PgDatabase]:
     postgres_cluster.drop_database(name)
 
 
+@pytest.fixture(scope="module")
+def empty_pg(postgres_cluster: PostgresServer) -> Iterator[PgDatabase]:
+    """An empty database for one module, which its tests set up as each needs (a `fresh` fixture of its own)."""
+    with database_with(postgres_cluster, ()) as database:
+        yield database
+
+
 Victims = list[psycopg.Connection[tuple[object, ...]]]
 
 

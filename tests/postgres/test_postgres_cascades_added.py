@@ -9,14 +9,12 @@ had its rows deleted or changed by the DELETE or UPDATE, though nobody was asked
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from safedb.errors import ChangedSinceQuestion
-from tests.postgres.conftest import ChangesWhileDeciding, PgDatabase, database_with
-from tests.postgres_server import PostgresServer
+from tests.postgres.conftest import ChangesWhileDeciding, PgDatabase
 
 pytestmark = pytest.mark.anyio
 
@@ -50,16 +48,10 @@ MADE_MEANWHILE = {
 }
 
 
-@pytest.fixture(scope="module")
-def pg(postgres_cluster: PostgresServer) -> Iterator[PgDatabase]:
-    with database_with(postgres_cluster, ()) as database:
-        yield database
-
-
 @pytest.fixture
-def fresh(pg: PgDatabase) -> PgDatabase:
-    pg.run_as_owner(*_FRESH)
-    return pg
+def fresh(empty_pg: PgDatabase) -> PgDatabase:
+    empty_pg.run_as_owner(*_FRESH)
+    return empty_pg
 
 
 def _relations(pg: PgDatabase) -> list[tuple[object, ...]]:

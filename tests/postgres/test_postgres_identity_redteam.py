@@ -10,14 +10,12 @@ a person decided ran its new code under the approval of the old, since the quest
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from safedb.errors import ChangedSinceQuestion
-from tests.postgres.conftest import ChangesWhileDeciding, PgDatabase, database_with
-from tests.postgres_server import PostgresServer
+from tests.postgres.conftest import ChangesWhileDeciding, PgDatabase
 
 pytestmark = pytest.mark.anyio
 
@@ -43,16 +41,10 @@ _FRESH = (
 _SWAP_TABLES = "ALTER TABLE small RENAME TO small_old; ALTER TABLE big RENAME TO small"
 
 
-@pytest.fixture(scope="module")
-def pg(postgres_cluster: PostgresServer) -> Iterator[PgDatabase]:
-    with database_with(postgres_cluster, ()) as database:
-        yield database
-
-
 @pytest.fixture
-def fresh(pg: PgDatabase) -> PgDatabase:
-    pg.run_as_owner(*_FRESH)
-    return pg
+def fresh(empty_pg: PgDatabase) -> PgDatabase:
+    empty_pg.run_as_owner(*_FRESH)
+    return empty_pg
 
 
 def _counts(pg: PgDatabase) -> dict[str, int]:

@@ -108,11 +108,14 @@ class ApprovalTicket:
 
 
 def changes_digest(classification: Classification) -> str:
-    """What the statement does, which code it runs (a trigger or a default added since is a new question), and which
-    tables its names meant (another table of the same name is a new question)."""
+    """What the statement does, which code it runs (a trigger or a default added since is a new question, and so is
+    a function replaced that the code calls), and which tables its names meant (another table of the same name is a
+    new question)."""
     lines = sorted(classification.change_lines)
     lines += [f"runs {name}" for name in classification.runs]
     lines += [f"stored code {call}" for call in classification.stored_code]
     lines += [f"cascade {line}" for line in classification.cascades]
     lines += [f"{name} -> {meant}" for name, meant in sorted(classification.resolved, key=str)]
+    if classification.code_version is not None:
+        lines.append(f"code version {classification.code_version}")
     return digest("\n".join(lines))

@@ -192,7 +192,12 @@ class Classification:
     `schema.name (oid N)`; SQLite: `schema.name (root page N)`; None for none). A name may mean another table
     later: two tables swap names, one is dropped and made again, or (PostgreSQL) one of that name is created in a
     schema the search path reaches first. An approval holds only for the tables it was asked about
-    (`names_moved`)."""
+    (`names_moved`). SQLite: also each trigger and view in `runs`, with a fingerprint of its definition."""
+    code_version: str | None = None
+    """PostgreSQL, for a statement that runs code created in the database (a function it calls, a procedure, a DO
+    block, triggers, rules, stored code): a version of every function and procedure created there. The question
+    names that code, not the code it calls in turn, which one created, replaced or dropped while a person decides
+    may change: an approval holds only while none is."""
     cascades: tuple[str, ...] = ()
     """PostgreSQL: the tables foreign keys carry the statement's DELETE, UPDATE or TRUNCATE to, and the children and
     partitions of a table it empties or drops, as its question shows them. A foreign key added, or a partition

@@ -6,7 +6,9 @@ comparison functions; `VACUUM FULL`, `CLUSTER` and `REINDEX` rebuild indexes, ev
 predicates for every row; `CREATE INDEX` evaluates its own expressions and predicate for every row; `ALTER TABLE`
 evaluates the expressions it adds (a `USING` conversion, a default or generated column, a check) for every row,
 and where it rewrites or checks the table (a column's new type, a validated constraint, an attached partition)
-the table's own stored code as well. Each is
+the table's own stored code as well; a partition's bounds (`CREATE TABLE ... PARTITION OF`, `ATTACH PARTITION`) are
+evaluated as it is made or attached; `ALTER DOMAIN ... ADD CONSTRAINT` evaluates its check for every stored value of
+the domain, and `VALIDATE CONSTRAINT` an existing one. Each is
 judged in the backend as a read of the relations would be (`safedb.db.postgres.catalog.function_facts`), so
 that its question names the functions that may do more than read, and file access is refused.
 """
@@ -51,6 +53,28 @@ def stored_code_run(node: ast.Node) -> StoredCodeRun:
         return StoredCodeRun(expressions=expressions)
     if isinstance(node, ast.AlterTableStmt):
         return _altered(node)
+    if isinstance(node, ast.CreateStmt) and isinstance(node.partbound, ast.PartitionBoundSpec):
+        # A new partition's bounds are evaluated as it is made, and the parent's other rows (a default partition's)
+        # meet its partition key.
+        parents = tuple(QualifiedName.from_range_var(r) for r in node.inhRelations or () if isinstance(r, ast.RangeVar))
+        return StoredCodeRun(parents, expressions=_bounds(node.partbound), view_queries=False)
+    if isinstance(node, ast.AlterDomainStmt):
+        return _domain_altered(node)
+    return StoredCodeRun()
+
+
+def _bounds(bound: ast.PartitionBoundSpec) -> tuple[ast.Node, ...]:
+    datums = (*(bound.listdatums or ()), *(bound.lowerdatums or ()), *(bound.upperdatums or ()))
+    return tuple(datum for datum in datums if isinstance(datum, ast.Node))
+
+
+def _domain_altered(node: ast.AlterDomainStmt) -> StoredCodeRun:
+    """`ADD CONSTRAINT ... CHECK` evaluates the check for every value of the domain stored in any table, and
+    `VALIDATE CONSTRAINT` an existing one: the stored code of every table, domains' checks included, counts."""
+    if node.subtype == "C" and isinstance(node.def_, ast.Constraint):
+        return StoredCodeRun(expressions=(node.def_,), view_queries=False)
+    if node.subtype == "V":
+        return StoredCodeRun(every_relation=True, view_queries=False)
     return StoredCodeRun()
 
 
@@ -68,7 +92,8 @@ _REWRITING = frozenset(
 
 def _altered(node: ast.AlterTableStmt) -> StoredCodeRun:
     commands = [command for command in node.cmds or () if isinstance(command, ast.AlterTableCmd)]
-    expressions = tuple(c.def_ for c in commands if isinstance(c.def_, ast.ColumnDef | ast.Constraint))
+    added = (c.def_ for c in commands if isinstance(c.def_, ast.ColumnDef | ast.Constraint))
+    expressions: tuple[ast.Node, ...] = tuple(added)
     relations: list[object] = []
     for command in commands:
         if command.subtype in _REWRITING or (
@@ -77,6 +102,8 @@ def _altered(node: ast.AlterTableStmt) -> StoredCodeRun:
             relations.append(node.relation)
         elif command.subtype == AlterTableType.AT_AttachPartition and isinstance(command.def_, ast.PartitionCmd):
             relations += [node.relation, command.def_.name]  # the partition's rows meet the table's partition key
+            if isinstance(command.def_.bound, ast.PartitionBoundSpec):
+                expressions += _bounds(command.def_.bound)
     names = tuple(dict.fromkeys(QualifiedName.from_range_var(r) for r in relations if isinstance(r, ast.RangeVar)))
     return StoredCodeRun(names, expressions=expressions, view_queries=False)
 

@@ -14,7 +14,7 @@ from pglast import ast
 from pglast.enums import AlterTableType, DropBehavior, ReindexObjectType, RoleSpecType, TransactionStmtKind
 from pglast.enums import ObjectType as PgObjectType
 
-from safedb.errors import DeniedByPolicy, TemporaryObject, TransactionControl
+from safedb.errors import DeniedByPolicy, StatementRefused, TemporaryObject, TransactionControl
 from safedb.sql.classification import Change, ChangeKind, DatabaseObject, ObjectType
 from safedb.sql.postgres_tree import QualifiedName, option_enabled, strings
 
@@ -464,6 +464,12 @@ _HANDLERS: dict[type[ast.Node], Callable[[Any], list[Change]]] = {
 def utility_changes(node: ast.Node) -> list[Change]:
     """The changes a utility statement makes; refusals raise. Unknown statement classes ask as UNKNOWN."""
     refuse_session_statement(node)
+    if isinstance(node, ast.CreateSchemaStmt) and node.schemaElts:
+        # PostgreSQL runs each element as a statement of its own (a GRANT there may be on any table).
+        raise StatementRefused(
+            "CREATE SCHEMA with statements inside it is several statements; SafeDB judges and runs exactly one per "
+            "call. Nothing was run: create the schema, then send each statement in its own call."
+        )
     handler = _HANDLERS.get(type(node))
     if handler is None:
         detail = f"PostgreSQL {type(node).__name__}"
@@ -483,6 +489,9 @@ def runs_outside_transaction(node: ast.Node) -> bool:
         return node.relation is None
     if isinstance(node, ast.AlterDatabaseStmt):
         return any(isinstance(o, ast.DefElem) and o.defname == "tablespace" for o in node.options or ())
+    if isinstance(node, ast.AlterTableStmt):  # DETACH PARTITION ... CONCURRENTLY
+        parts = (command.def_ for command in node.cmds or () if isinstance(command, ast.AlterTableCmd))
+        return any(isinstance(part, ast.PartitionCmd) and part.concurrent for part in parts)
     return isinstance(
         node,
         ast.CreatedbStmt

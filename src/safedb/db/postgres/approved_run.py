@@ -43,6 +43,7 @@ async def check_unchanged(
     await check_calls_unchanged(connection, statement, approved)
     await check_fired_unchanged(connection, approved)
     await check_stored_code_unchanged(connection, approved)
+    await check_code_version_unchanged(connection, approved)
     await check_cascades_unchanged(connection, approved)
     # A count was shown only for a dry run of code a rollback undoes: it must still be so.
     if approved_rows is not None and (reasons := await changed_since_dry_run(connection, statement, approved)):
@@ -93,6 +94,16 @@ async def check_stored_code_unchanged(connection: Connection, approved: Classifi
     now = await stored_code_calls(connection, approved)
     if unseen := [call for call in now if call not in approved.stored_code]:
         raise ChangedSinceQuestion("; ".join(unseen))
+
+
+async def check_code_version_unchanged(connection: Connection, approved: Classification) -> None:
+    """Raise ChangedSinceQuestion when a function or procedure was created, replaced or dropped in the database since
+    the question, for a statement that runs code created there (`Classification.code_version`)."""
+    if approved.code_version is not None and await catalog.code_version(connection) != approved.code_version:
+        raise ChangedSinceQuestion(
+            "a function or procedure of the database was created, replaced or dropped meanwhile, so the code this "
+            "statement runs, or the code that calls, may not be what the question showed"
+        )
 
 
 async def check_cascades_unchanged(connection: Connection, approved: Classification) -> None:

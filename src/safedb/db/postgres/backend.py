@@ -48,12 +48,15 @@ from safedb.db.postgres.results import fetch_guarded, fetch_row_by_row, run_coun
 from safedb.db.postgres.shadowing import begin_catalog_work
 from safedb.errors import ChangedSinceQuestion, QueryFailed, QueryTimeout, RowCountChanged
 from safedb.inline_work import INLINE_STATEMENT_CHARS, LONG_STATEMENT_CHARS
-from safedb.sql.classification import Classification
+from safedb.sql.classification import ChangeKind, Classification
 from safedb.sql.postgres_classifier import PostgresStatement, analyze_statement
 
 logger = logging.getLogger(__name__)
 
 _CURSOR_NAME = "safedb_read"
+# Changes that run code created in the database (`Classification.code_version`); what triggers, rules and stored
+# code run is in `Classification.runs` and `Classification.stored_code`.
+_CODE_KINDS = frozenset({ChangeKind.FUNCTION_CALL, ChangeKind.CALL, ChangeKind.DO})
 
 
 class _TooWideToGuard(Exception):
@@ -123,7 +126,11 @@ class PostgresDatabase:
                 runs = await fired_code(connection, classification) if not classification.read_only else ()
                 stored = await stored_code_calls(connection, classification) if changes_rows(classification) else ()
                 cascades = await cascade_lines(connection, classification)
-        return replace(classification, resolved=meant, runs=runs, stored_code=stored, cascades=cascades)
+                runs_code = runs or stored or any(kind in _CODE_KINDS for kind in classification.kinds)
+                version = await catalog.code_version(connection) if runs_code else None
+        return replace(
+            classification, resolved=meant, runs=runs, stored_code=stored, cascades=cascades, code_version=version
+        )
 
     async def read(self, classification: Classification) -> ResultSet:
         if not classification.read_only:

@@ -255,6 +255,20 @@ DEFINITION_FINGERPRINT = (
 _FINGERPRINTS_SQL = f"SELECT p.oid, {DEFINITION_FINGERPRINT} FROM pg_proc p WHERE p.oid = ANY (%(oids)s::oid[])"
 
 
+# A version of every function and procedure created in the database (not PostgreSQL's own): each row's own version
+# (`xmin`, new whenever the row is written) changes when one is replaced or altered, and the list when one is created
+# or dropped.
+_CODE_ROWS = "coalesce(string_agg(p.oid::text || '.' || p.xmin::text, ',' ORDER BY p.oid), '')"
+_CODE_VERSION_SQL = f"SELECT {fingerprint(_CODE_ROWS)} FROM pg_proc p WHERE p.oid >= 16384"
+
+
+async def code_version(connection: Connection) -> str:
+    """A version of the functions and procedures created in the database (`Classification.code_version`)."""
+    cursor = await connection.execute(_CODE_VERSION_SQL)
+    row = await cursor.fetchone()
+    return str(row[0]) if row is not None else ""
+
+
 async def definition_fingerprints(connection: Connection, oids: Sequence[int]) -> dict[int, str]:
     """`DEFINITION_FINGERPRINT` of each of the functions `oids` that has one, inside the caller's transaction."""
     if not oids:
