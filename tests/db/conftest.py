@@ -3,9 +3,14 @@
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 
 import pytest
+
+from safedb.db.backend import QueryLimits
+from safedb.db.sqlite.backend import SqliteDatabase
 
 
 @pytest.fixture
@@ -18,3 +23,16 @@ def database_file(tmp_path: Path) -> Path:
     connection.commit()
     connection.close()
     return path
+
+
+@asynccontextmanager
+async def served_script(path: Path, script: str) -> AsyncIterator[SqliteDatabase]:
+    """A database file made at `path` by `script`, served by SafeDB's SQLite backend (default limits) in the block."""
+    connection = sqlite3.connect(path)
+    connection.executescript(script)
+    connection.close()
+    served = SqliteDatabase(path, QueryLimits())
+    try:
+        yield served
+    finally:
+        await served.aclose()

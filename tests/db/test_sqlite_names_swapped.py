@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from safedb.db.backend import QueryLimits
 from safedb.db.sqlite.backend import SqliteDatabase
 from safedb.errors import ChangedSinceQuestion
+from tests.db.conftest import served_script
 from tests.helpers import rows
 
 pytestmark = pytest.mark.anyio
@@ -40,14 +40,8 @@ SWAPPED = {
 @pytest.fixture
 async def database(tmp_path: Path) -> AsyncIterator[tuple[SqliteDatabase, Path]]:
     path = tmp_path / "swap.db"
-    connection = sqlite3.connect(path)
-    connection.executescript(SCHEMA)
-    connection.close()
-    served = SqliteDatabase(path, QueryLimits())
-    try:
+    async with served_script(path, SCHEMA) as served:
         yield served, path
-    finally:
-        await served.aclose()
 
 
 def _meanwhile(path: Path, script: str) -> dict[str, int]:

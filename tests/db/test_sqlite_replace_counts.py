@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from safedb.db.backend import QueryLimits
 from safedb.db.sqlite.backend import SqliteDatabase
 from safedb.errors import QueryFailed
+from tests.db.conftest import served_script
 from tests.helpers import rows
 
 pytestmark = pytest.mark.anyio
@@ -33,14 +33,8 @@ CREATE TABLE plain (id INTEGER PRIMARY KEY, label TEXT);
 @pytest.fixture
 async def database(tmp_path: Path) -> AsyncIterator[tuple[SqliteDatabase, Path]]:
     path = tmp_path / "replace.db"
-    connection = sqlite3.connect(path)
-    connection.executescript(SCHEMA)
-    connection.close()
-    served = SqliteDatabase(path, QueryLimits())
-    try:
+    async with served_script(path, SCHEMA) as served:
         yield served, path
-    finally:
-        await served.aclose()
 
 
 def table(path: Path, name: str) -> list[tuple[object, ...]]:

@@ -191,3 +191,29 @@ async def test_optimize_is_refused_in_a_query_and_runs_when_approved_as_an_inser
         assert connection.execute("SELECT count(*) FROM docs WHERE docs MATCH 'two'").fetchone() == (1,)
     finally:
         connection.close()
+
+
+# Red team: FTS3 drops all five of its names with the virtual table (`DROP TABLE IF EXISTS`), also those it never
+# made, so an approved `DROP TABLE docs` took a user table `docs_stat` and its rows, unseen.
+@pytest.mark.parametrize("name", ["docs_stat", "DOCS_docsize"])
+async def test_a_table_named_as_a_modules_own_is_refused(served: tuple[SqliteDatabase, Path], name: str) -> None:
+    database, _ = served
+    await approve(database, "CREATE VIRTUAL TABLE docs USING fts3(body)")
+
+    with pytest.raises(DeniedByPolicy, match="kept for a virtual table's own storage"):
+        await database.classify(f"CREATE TABLE {name} (id INTEGER)")
+
+
+async def test_dropping_a_virtual_table_shows_every_table_its_module_drops_with_it(
+    served: tuple[SqliteDatabase, Path],
+) -> None:
+    database, path = served
+    await approve(database, "CREATE VIRTUAL TABLE docs USING fts3(body)")
+    connection = sqlite3.connect(path)  # made outside SafeDB
+    connection.executescript("CREATE TABLE docs_stat (metric TEXT); INSERT INTO docs_stat VALUES ('a'), ('b');")
+    connection.close()
+
+    dropped = await database.classify("DROP TABLE docs")
+    impact = await database.preview(dropped)
+
+    assert any("drops with it the tables" in line and "docs_stat (2 rows)" in line for line in impact.lines), impact

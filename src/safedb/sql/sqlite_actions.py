@@ -294,6 +294,11 @@ TRIGGER_PROGRAM = ProgramCall("trigger program")
 # stands for them when it cannot be read.
 CHECK_CONSTRAINT = ProgramCall("check constraint")
 _CALLING_OPCODES = frozenset({"Function", "PureFunc"})
+# A table emptied (a DELETE without WHERE: SQLite's truncate optimization) or dropped in one step of its program,
+# however large: no time limit stops it. Not a function, but, as one of unbounded cost, it keeps the statement off
+# the event loop (`calls_only_bounded_functions`).
+WHOLE_TABLE_STEP = ProgramCall("a whole table emptied or dropped in one step")
+_WHOLE_TABLE_OPCODES = frozenset({"Clear", "Destroy"})
 
 
 # Every opcode the functions here look at: the rest of a program is not kept (a statement may compile to
@@ -302,8 +307,8 @@ EXAMINED_OPCODES = _WRITE_OPCODES | _CALLING_OPCODES | {"Program", "Transaction"
 
 
 def program_calls(program: list[Instruction]) -> frozenset[ProgramCall]:
-    """The functions a compiled program calls, by name (P4 reads `instr(2)`), and `TRIGGER_PROGRAM` when it
-    runs a trigger's program."""
+    """The functions a compiled program calls, by name (P4 reads `instr(2)`), `TRIGGER_PROGRAM` when it
+    runs a trigger's program, and `WHOLE_TABLE_STEP` when it empties or drops a table in one step."""
     calls = {
         ProgramCall(instruction.p4.rpartition("(")[0] or instruction.p4)
         for instruction in program
@@ -311,6 +316,8 @@ def program_calls(program: list[Instruction]) -> frozenset[ProgramCall]:
     }
     if any(instruction.opcode == "Program" for instruction in program):
         calls.add(TRIGGER_PROGRAM)
+    if any(instruction.opcode in _WHOLE_TABLE_OPCODES for instruction in program):
+        calls.add(WHOLE_TABLE_STEP)
     return frozenset(calls)
 
 

@@ -30,7 +30,7 @@ from safedb.db.backend import (
 from safedb.db.results import fetch_capped
 from safedb.db.sqlite import connections
 from safedb.db.sqlite.connections import Authorizer, GuardedConnection, quote_identifier
-from safedb.db.sqlite.expansion import statement_nesting, subquery_depth
+from safedb.db.sqlite.expansion import statement_nesting, subquery_depth, tables_joined
 from safedb.db.sqlite.impact import may_replace, measure_impact, rows_changed
 from safedb.db.sqlite.inspector import (
     SchemaFacts,
@@ -248,11 +248,11 @@ class SqliteDatabase:
         version = schema_version(inspector)
         if (known := self._known_statements.get(sql, version)) is not None:
             return known
-        if on_event_loop and _nests_deeply(sql):
+        if on_event_loop and _slow_to_compile(sql):
             raise _TooDeepForTheEventLoop
         schema = self._schema_at(inspector, version)
         # The views it names and the triggers it fires are compiled into it too, nesting what they nest (its own
-        # nesting is `_nests_deeply`; reading a long text again costs, so only when the schema nests anything).
+        # nesting is `_slow_to_compile`; reading a long text again costs, so only when the schema nests anything).
         deep_through_schema = (
             bool(schema.nesting) and statement_nesting(sql, schema.nesting) > _SUBQUERY_DEPTH_ON_EVENT_LOOP
         )
@@ -479,6 +479,9 @@ def _interrupt(held: list[GuardedConnection]) -> None:
 # Statements nesting subqueries deeper than this are compiled in a worker thread: SQLite may copy each level's
 # expressions into the level around it, a program that grows geometrically with the depth (see `subquery_depth`).
 _SUBQUERY_DEPTH_ON_EVENT_LOOP = 4
+# Statements joining more tables than this are compiled in a worker thread (see `tables_joined`): eight copies of an
+# indexed table by NATURAL JOIN took some 8 ms to compile, where six took one.
+_TABLES_ON_EVENT_LOOP = 6
 
 
 class _TooDeepForTheEventLoop(Exception):
@@ -486,10 +489,15 @@ class _TooDeepForTheEventLoop(Exception):
 
 
 @functools.lru_cache(maxsize=1024)  # asked on every call of a statement that runs on the event loop
-def _nests_deeply(statement: str) -> bool:
-    # Each level opens a parenthesis: a text with few cannot nest deeply (the common case, without tokenizing).
+def _slow_to_compile(statement: str) -> bool:
+    """Whether the statement may take long to compile, by its text: it nests subqueries deeply, or joins many tables."""
+    # Each level opens a parenthesis, and each table joined past the first needs a JOIN or a comma: a text with
+    # few of them is neither (the common case, without tokenizing).
     few = statement.count("(") <= _SUBQUERY_DEPTH_ON_EVENT_LOOP
-    return not few and subquery_depth(statement) > _SUBQUERY_DEPTH_ON_EVENT_LOOP
+    if not few and subquery_depth(statement) > _SUBQUERY_DEPTH_ON_EVENT_LOOP:
+        return True
+    few_joined = statement.count(",") + statement.lower().count("join") < _TABLES_ON_EVENT_LOOP
+    return not few_joined and tables_joined(statement) > _TABLES_ON_EVENT_LOOP
 
 
 def _is_long(statement: str) -> bool:
@@ -511,13 +519,14 @@ def _short_steps_only(classification: Classification) -> bool:
     checks its time limit only where its program jumps, so a row of many expressions runs to its end: their
     functions must be bounded (`calls_only_bounded_functions`), the values they build small (the event loop's
     connections build none past `connections.MAX_VALUE_BYTES_ON_EVENT_LOOP`), and the statement short, since
-    each expression it writes may be one more such step; and it must not nest subqueries deeply, which SQLite
-    may take long to compile again (`EXPLAIN` of one is read-only)."""
+    each expression it writes may be one more such step (a table emptied or dropped whole is one, however large:
+    `WHOLE_TABLE_STEP`); and it must not be slow to compile again (`EXPLAIN` of one is read-only): nesting subqueries
+    deeply, or joining many tables."""
     statement = classification.statement
     return (
         len(statement) <= INLINE_STATEMENT_CHARS
         and calls_only_bounded_functions(classification)
-        and not _nests_deeply(statement)
+        and not _slow_to_compile(statement)
     )
 
 

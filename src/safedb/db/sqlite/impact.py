@@ -16,6 +16,7 @@ from safedb.db.sqlite.connections import (
     roll_back,
     was_stopped,
 )
+from safedb.db.sqlite.inspector import module_tables
 from safedb.sql.classification import ChangeCategory, ChangeKind, Classification, ObjectType
 from safedb.sql.structure import says_replace
 
@@ -173,6 +174,11 @@ def _schema_lines(connection: sqlite3.Connection, classification: Classification
             # Counted through its module (an FTS index, an R-tree): what the table holds is what goes.
             if (count := _row_count(connection, target.name, target.schema)) is not None:
                 lines.append(f"DROP VIRTUAL TABLE {target.name}: {wording.rows(count)} will be lost.")
+            # Its module drops every table of the names it keeps, also one it did not make (FTS3 all five).
+            if taken := module_tables(connection, target):
+                counts = [(name, _row_count(connection, name, target.schema)) for name in taken]
+                counted = [name if rows is None else f"{name} ({wording.rows(rows)})" for name, rows in counts]
+                lines.append(f"Its module drops with it the tables {', '.join(counted)}.")
             continue
         if target.type is not ObjectType.TABLE or change.kind in (ChangeKind.CREATE, ChangeKind.ANALYZE):
             continue

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import re
 import sqlite3
@@ -156,12 +157,13 @@ def inspect_statement(connection: sqlite3.Connection, sql: str, schema: SchemaFa
     )
     # SQLite names a WITH query as the code a read is made in too: the question lists only triggers and views.
     runs = tuple(name for name in classification.runs if _ascii_folded(name) in schema.code)
-    classification = replace(
-        classification, runs=runs, program_length=program_length, resolved=resolved_names(connection, classification)
-    )
+    classification = replace(classification, runs=runs, program_length=program_length)
+    classification = replace(classification, resolved=resolved_names(connection, classification))
     for change in classification.changes:
         if change.kind is ChangeKind.CREATE and change.target.type is ObjectType.VIRTUAL_TABLE:
             _refuse_taking_over_tables(connection, change.target, schema.shadow_tables)
+        if change.kind is ChangeKind.CREATE and change.target.type is ObjectType.TABLE:
+            _refuse_module_names(connection, change.target)
         if change.target == DatabaseObject(ObjectType.FUNCTION, FTS_OPTIMIZE):
             # Its writes, made from inside a function call, are none an approval could cover.
             raise DeniedByPolicy(
@@ -271,14 +273,49 @@ def _refuse_taking_over_tables(
         )
 
 
+def _refuse_module_names(connection: sqlite3.Connection, table: DatabaseObject) -> None:
+    """A new table named as a virtual table's module keeps a table of its own (`reserved_shadow_names`) is refused,
+    as SQLite refuses it in its defensive mode: the module would write to it, and drop it with the virtual table."""
+    if _ascii_folded(table.name) in reserved_shadow_names(connection):
+        raise DeniedByPolicy(
+            f"CREATE TABLE {table.name}: the name is kept for a virtual table's own storage "
+            "(<virtual table>_<suffix>), which its module writes to and drops with the virtual table. Nothing was run; "
+            "choose another name."
+        )
+
+
 _IDENTIFIED = frozenset({ObjectType.TABLE, ObjectType.INDEX})
+
+
+# The triggers and views of a name, as `schema_facts` reads them (SQLite compares names folding ASCII only).
+_CODE_SQL = (
+    "SELECT 'main', type, name, sql FROM main.sqlite_schema WHERE type IN ('view', 'trigger') AND name = ?1 "
+    "COLLATE NOCASE UNION ALL SELECT 'temp', type, name, sql FROM temp.sqlite_schema WHERE type IN ('view', "
+    "'trigger') AND name = ?1 COLLATE NOCASE ORDER BY 1, 2"
+)
 
 
 def resolved_names(
     connection: sqlite3.Connection, classification: Classification
 ) -> tuple[tuple[str, str | None], ...]:
     """Each table and index the statement changes, and the one its name means now (`Classification.resolved`):
-    `schema.name (root page N)`, the first page of its B-tree, which stays with it when it is renamed."""
+    `schema.name (root page N)`, the first page of its B-tree, which stays with it when it is renamed. And each
+    trigger and view whose code it runs (`Classification.runs`), with a fingerprint of its definition: one dropped
+    and made again under the same name with other code (which makes the same authorizer events) is other code."""
+    found = [*_resolved_tables(connection, classification)]
+    for name in classification.runs:
+        rows = connection.execute(_CODE_SQL, (name,)).fetchall()
+        versions = [f"{schema}.{code} ({kind}, definition {_fingerprint(sql)})" for schema, kind, code, sql in rows]
+        meant = ", ".join(versions)
+        found.append((f"the code of {name}", meant or None))
+    return tuple(found)
+
+
+def _fingerprint(definition: str | None) -> str:
+    return hashlib.sha256((definition or "").encode("utf-8", "surrogatepass")).hexdigest()[:16]
+
+
+def _resolved_tables(connection: sqlite3.Connection, classification: Classification) -> list[tuple[str, str | None]]:
     found = []
     for target in dict.fromkeys(change.target for change in classification.changes):
         if target.type not in _IDENTIFIED:
@@ -294,7 +331,7 @@ def resolved_names(
             row = None
         meant = None if row is None else f"{schema}.{row[0]} (root page {row[1]})"
         found.append((f"{schema}.{target.name}", meant))
-    return tuple(found)
+    return found
 
 
 def schema_version(connection: sqlite3.Connection) -> int:
@@ -311,16 +348,38 @@ def shadow_table_names(connection: sqlite3.Connection) -> frozenset[str]:
     As SQLite reckons them, a table is a shadow table when it is named after a virtual table in any schema,
     an underscore and a suffix that the virtual table's module keeps (`_SHADOW_SUFFIXES_OF_MODULE`), names
     compared without regard to ASCII case."""
-    schemas = [name for (name,) in connection.execute("SELECT name FROM pragma_database_list")]
-    virtual_tables = _tables_of(connection, schemas, "AND sql LIKE 'CREATE VIRTUAL TABLE %'")
-    kept = {
+    schemas = _schemas(connection)
+    if not (kept := reserved_shadow_names(connection, schemas)):
+        return frozenset()
+    return frozenset(name for name, _ in _tables_of(connection, schemas) if _ascii_folded(name) in kept)
+
+
+def reserved_shadow_names(connection: sqlite3.Connection, schemas: list[str] | None = None) -> frozenset[str]:
+    """The names (`_ascii_folded`) that the virtual tables in `schemas` (every attached one by default) keep for
+    their modules' shadow tables, `<virtual table>_<suffix>`, whether such a table exists or not: a module writes
+    to a table of such a name as its own, and drops it with the virtual table (FTS3 all five of its names)."""
+    virtual_tables = _tables_of(connection, schemas or _schemas(connection), "AND sql LIKE 'CREATE VIRTUAL TABLE %'")
+    return frozenset(
         _ascii_folded(f"{name}_{suffix}")
         for name, sql in virtual_tables
         for suffix in _SHADOW_SUFFIXES_OF_MODULE.get(virtual_table_module(sql) or "", ())
-    }
-    if not kept:
-        return frozenset()
-    return frozenset(name for name, _ in _tables_of(connection, schemas) if _ascii_folded(name) in kept)
+    )
+
+
+def module_tables(connection: sqlite3.Connection, table: DatabaseObject) -> list[str]:
+    """The tables of the virtual table `table`'s schema that its module keeps for it, as named: dropped with it."""
+    schema = table.schema or "main"
+    row = connection.execute(
+        f"SELECT sql FROM {quote_identifier(schema)}.sqlite_schema WHERE type = 'table' AND name = ? COLLATE NOCASE",
+        (table.name,),
+    ).fetchone()
+    module = virtual_table_module(row[0] or "") if row is not None else None
+    kept = {_ascii_folded(f"{table.name}_{suffix}") for suffix in _SHADOW_SUFFIXES_OF_MODULE.get(module or "", ())}
+    return sorted(name for name, _ in _tables_of(connection, [schema]) if _ascii_folded(name) in kept)
+
+
+def _schemas(connection: sqlite3.Connection) -> list[str]:
+    return [name for (name,) in connection.execute("SELECT name FROM pragma_database_list")]
 
 
 def _tables_of(connection: sqlite3.Connection, schemas: list[str], condition: str = "") -> list[tuple[str, str]]:
