@@ -10,7 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from safedb.web.passwords import verify_password
+from safedb.web.passwords import hash_password, verify_password
+
+ALICE_HASH = hash_password("correct horse", iterations=1000)
 
 
 def run_safedb(*args: str, timeout: float = 30) -> subprocess.CompletedProcess[str]:
@@ -36,6 +38,51 @@ def test_a_url_of_another_database_is_refused_by_name(url: str) -> None:
     assert f"{scheme}://... is neither" in result.stderr
     assert "postgresql://" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("option", "message"),
+    [
+        ("--database", "Error: Cannot connect to PostgreSQL as postgresql (unparsable connection string): "),
+        (
+            "--audit-db",
+            "Error: Cannot connect to the PostgreSQL audit log at postgresql (unparsable connection string): ",
+        ),
+    ],
+)
+def test_a_url_python_cannot_split_is_one_line(tmp_path: Path, demo_db: Path, option: str, message: str) -> None:
+    """`urlsplit` refuses a stray `[` (`Invalid IPv6 URL`): naming the target, or telling the audit URL from a file
+    path, ended in that ValueError's traceback. libpq now says what is wrong, as for a target in a file."""
+    database = [] if option == "--database" else ["--database", str(demo_db)]
+    url = "postgresql://app:s3cret-pw@[bad"
+    result = run_safedb("serve", *database, option, url, "--port", "0", "--data-dir", str(tmp_path))
+    assert result.returncode == 1
+    (line,) = result.stderr.splitlines()
+    assert line.startswith(message)
+    assert 'matching "]" in IPv6 host address' in line
+    assert "s3cret-pw" not in line  # libpq repeats a string it cannot parse, password and all
+
+
+@pytest.mark.parametrize(
+    ("server", "message"),
+    [
+        ('public_url = "http://[bad"', "Error: server.public_url: 'http://[bad' is not a valid URL: Invalid IPv6 URL"),
+        (
+            "approvers = [{ name = 'bob', password_hash = 'pbkdf2_sha256$1$abcd$a' }]",
+            "Error: server.approvers: the password_hash of 'bob' is not one `safedb approver-hash` made",
+        ),
+    ],
+    ids=["public-url", "password-hash"],
+)
+def test_a_bad_approval_page_setting_stops_the_start_in_one_line(tmp_path: Path, server: str, message: str) -> None:
+    """`http://[bad` ended the start in a ValueError traceback; a malformed digest was taken, and then every sign-in
+    as that approver was an HTTP 500."""
+    approvers = "" if "approvers" in server else f"approvers = [{{ name = 'alice', password_hash = '{ALICE_HASH}' }}]"
+    config = tmp_path / "safedb.toml"
+    config.write_text(f"[server]\n{server}\n{approvers}\n[targets.prod.policy]\nchannel = 'web'\n")
+    result = run_safedb("serve", "--config", str(config), "--port", "0", "--data-dir", str(tmp_path))
+    assert result.returncode == 1
+    assert result.stderr == message + "\n"
 
 
 def test_file_that_is_not_a_database(tmp_path: Path) -> None:

@@ -11,9 +11,11 @@ import dataclasses
 import tomllib
 from pathlib import Path
 from typing import Literal
+from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from safedb.approval.verification import JUSTIFICATION_MAX_CHARS
 from safedb.audit.open import is_postgres_url
 from safedb.db.backend import QueryLimits
 from safedb.errors import ConfigurationError
@@ -40,7 +42,8 @@ class PolicySection(BaseModel):
 
     ask: list[CategoryName] = ["data", "schema", "database", "unknown"]
     refuse: list[CategoryName] = ["extension"]
-    min_justification: int = Field(default=10, ge=0)
+    # No more than an answer may give: above it, no Production change could ever be approved.
+    min_justification: int = Field(default=10, ge=0, le=JUSTIFICATION_MAX_CHARS)
     type_target_name: bool = False
     approval_timeout: float = Field(default=600.0, ge=1)  # as --approval-timeout
     channel: Literal["form", "web"] = "form"
@@ -129,10 +132,17 @@ def _settings(config: ConfigFile, base: Path) -> Settings:
         if len(key.encode()) < 32:
             raise ConfigurationError("server.request_state_keys: each key must be at least 32 bytes")
     for approver in server.approvers:
+        if ":" in approver.name:  # HTTP Basic sends `name:password`, split at the first colon
+            raise ConfigurationError(
+                f"server.approvers: the name {approver.name!r} contains ':', where a browser's sign-in ends the name: "
+                "choose a name without one"
+            )
         if not is_password_hash(approver.password_hash):
             raise ConfigurationError(
                 f"server.approvers: the password_hash of {approver.name!r} is not one `safedb approver-hash` made"
             )
+    if server.public_url is not None:
+        _check_public_url(server.public_url)
     targets = tuple(_target(name, section, base) for name, section in config.targets.items())
     if any(t.policy.channel is Channel.WEB for t in targets):
         if not server.approvers:
@@ -161,6 +171,21 @@ def _settings(config: ConfigFile, base: Path) -> Settings:
         session_idle_timeout=server.session_idle_timeout,
     )
     return dataclasses.replace(settings, data_dir=_path(server.data_dir, base)) if server.data_dir else settings
+
+
+def _check_public_url(url: str) -> None:
+    """Approval links are `url` followed by `/approvals/...`: they must be web addresses a browser can open."""
+    try:
+        parts = urlsplit(url)
+        _ = parts.port  # a port that is not a number from 0 to 65535 raises here
+    except ValueError as exc:
+        raise ConfigurationError(f"server.public_url: {url!r} is not a valid URL: {exc}") from None
+    if parts.scheme.lower() not in ("http", "https") or not parts.hostname:
+        raise ConfigurationError(f"server.public_url: {url!r} is not an http:// or https:// URL with a host")
+    if any(character.isspace() or not character.isprintable() for character in url):
+        raise ConfigurationError(f"server.public_url: {url!r} contains spaces or control characters")
+    if parts.query or parts.fragment:  # the links' path would land inside them
+        raise ConfigurationError(f"server.public_url: {url!r} has a query or fragment; give the address only")
 
 
 def _target(name: str, section: TargetSection, base: Path) -> Target:

@@ -75,7 +75,10 @@ def target_name(database: str | None) -> str:
     """A short name for the only target: `demo`, the SQLite file's stem, or the PostgreSQL database's name."""
     if database is None:
         return "demo"
-    stem = urlsplit(database).path.rsplit("/", 1)[-1] if "://" in database else Path(database).stem
+    try:
+        stem = urlsplit(database).path.rsplit("/", 1)[-1] if "://" in database else Path(database).stem
+    except ValueError:  # `Invalid IPv6 URL`, for a stray '[' or ']': connecting says what is wrong, in one line
+        stem = ""
     return re.sub(r"[^A-Za-z0-9_-]+", "_", stem).strip("_") or "default"
 
 

@@ -242,6 +242,20 @@ def test_a_directory_given_as_the_log(tmp_path: Path, command: str) -> None:
     assert list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.parametrize("command", ["init", "list", "verify", "export"])
+@pytest.mark.parametrize("given", ["option", "config"])
+def test_a_url_python_cannot_split_is_one_line(tmp_path: Path, command: str, given: str) -> None:
+    """`urlsplit` refuses a stray `[` (`Invalid IPv6 URL`): telling the URL from a file path ended in that
+    ValueError's traceback, given as --audit-db or as the configuration file's server.audit_db."""
+    url = "postgresql://[bad"
+    config = tmp_path / "safedb.toml"
+    config.write_text(f'[server]\naudit_db = "{url}"\n[targets.x]\ndatabase = "x.db"\n', encoding="utf-8")
+    result = run_audit(command, *(["--audit-db", url] if given == "option" else ["--config", str(config)]))
+    _assert_clean_failure(result, 2, "Error: Cannot connect to the PostgreSQL audit log at postgresql (unparsable")
+    assert len(result.stderr.splitlines()) == 1
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["safedb.toml"]
+
+
 def test_an_export_that_fails_part_way_leaves_no_partial_file(audit_path: Path, tmp_path: Path) -> None:
     """`export -o` wrote into its output as it read: a record that could not be read part-way left the records
     before it in the file (exit 2), over what an earlier export had written there."""

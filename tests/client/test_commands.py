@@ -291,6 +291,18 @@ def test_demo_with_its_own_server_declining(tmp_path: Path) -> None:
     assert rows(tmp_path / "demo.db", "SELECT count(*) FROM invoices") == [(8,)]
 
 
+def test_demo_in_a_data_directory_it_cannot_use_says_so_once(tmp_path: Path) -> None:
+    """The demo's server said so and exited; the client then added "Error: Cannot talk to <the server's command
+    line>: Connection closed", which misled."""
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a directory\n")
+    result = safedb("demo", "--data-dir", str(blocker / "data"), "--decline-all")
+    assert result.returncode == 1
+    assert result.stdout == ""
+    assert result.stderr == f"Error: Cannot create the demo database in {blocker / 'data'}: Not a directory\n"
+    assert blocker.read_text() == "not a directory\n"
+
+
 def test_demo_against_a_running_server_approving(tmp_path: Path, demo_db: Path) -> None:
     rules = answers_file(
         tmp_path,
@@ -367,6 +379,15 @@ def test_bad_files_are_one_clear_line(tmp_path: Path, option: str, content: byte
             "rules[2].action: Input should be 'accept', 'decline' or 'cancel' (given: 'approve')",
         ),
         ({"rules": [{"message": "(", "action": "accept"}]}, "rules[1].message: not a valid regular expression"),
+        # Past what `re` can count (OverflowError) or nest (RecursionError): both were tracebacks.
+        (
+            {"rules": [{"message": "(?i)x{99999999999}", "action": "decline"}]},
+            "rules[1].message: not a valid regular expression: the repetition number is too large",
+        ),
+        (
+            {"rules": [{"message": "(" * 2000 + ")" * 2000, "action": "decline"}]},
+            "rules[1].message: not a valid regular expression: maximum recursion depth exceeded",
+        ),
         ({"rules": [{}], "default": 3}, "rules[1].action: is required; default: Input should be"),
         ([], "the whole file: must be an object"),
     ],

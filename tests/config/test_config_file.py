@@ -11,6 +11,7 @@ from safedb.config_file import ConfigFile, load_settings
 from safedb.errors import ConfigurationError
 from safedb.settings import Environment, Transport
 from safedb.sql.classification import ChangeCategory
+from safedb.web.passwords import hash_password, verify_password
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -101,6 +102,11 @@ def test_full_file(tmp_path: Path) -> None:
             "limits.statement_timeout: Input should be a finite number",
         ),
         ("[targets.a.policy]\napproval_timeout = inf\n", "targets.a.policy.approval_timeout: Input should be a finite"),
+        (
+            # An answer's justification holds at most 2,000 characters: no Production change could pass.
+            "[targets.a.policy]\nmin_justification = 2001\n",
+            "targets.a.policy.min_justification: Input should be less than or equal to 2000",
+        ),
         ("[server]\n", "targets: Field required"),
         ("[targets]\n", "targets: Dictionary should have at least 1 item"),
         ("[serve]\n[targets.a]\n", "serve: Extra inputs are not permitted"),
@@ -156,6 +162,81 @@ def test_approver_password_must_be_a_hash(tmp_path: Path) -> None:
     text = "[server]\napprovers = [{ name = 'alice', password_hash = 'secret' }]\n[targets.a]\n"
     with pytest.raises(ConfigurationError, match=re.escape("not one `safedb approver-hash` made")):
         load_settings(write(tmp_path, text))
+
+
+@pytest.mark.parametrize(
+    "password_hash",
+    [
+        "pbkdf2_sha256$1$abcd$a",  # a digest of one character: no base64 text has that length
+        "pbkdf2_sha256$1000$abcd$" + "!" * 43,
+        "pbkdf2_sha256$1000$abcd$" + "A" * 22,  # a digest of 16 bytes: a SHA-256 one has 32
+        "pbkdf2_sha256$1000$$" + "A" * 43,
+        "pbkdf2_sha256$0$abcd$" + "A" * 43,
+        "pbkdf2_sha256$10000001$abcd$" + "A" * 43,
+        "pbkdf2_sha256$99999999999$abcd$" + "A" * 43,
+        "pbkdf2_sha256$\u0661\u0662$abcd$" + "A" * 43,  # digits, but not ASCII ones
+    ],
+)
+def test_a_malformed_password_hash_is_refused_and_never_breaks_a_sign_in(tmp_path: Path, password_hash: str) -> None:
+    """Only the scheme and the digits of the count were checked: a malformed digest passed start-up, and every
+    sign-in as that approver was a 500 (binascii.Error); a count of 99999999999 held a password-check slot for
+    hours at each sign-in."""
+    text = f"[server]\napprovers = [{{ name = 'bob', password_hash = '{password_hash}' }}]\n[targets.a]\n"
+    message = "server.approvers: the password_hash of 'bob' is not one `safedb approver-hash` made"
+    with pytest.raises(ConfigurationError, match=re.escape(message)):
+        load_settings(write(tmp_path, text))
+    assert verify_password(password_hash, "whatever") is False
+
+
+def test_a_password_hash_of_up_to_ten_million_rounds_is_taken(tmp_path: Path) -> None:
+    largest = hash_password("pw", iterations=1000).replace("$1000$", "$10000000$")
+    text = f"[server]\napprovers = [{{ name = 'bob', password_hash = '{largest}' }}]\n[targets.a]\n"
+    assert load_settings(write(tmp_path, text)).approvers[0].password_hash == largest
+
+
+def test_an_approver_name_with_a_colon_is_refused(tmp_path: Path) -> None:
+    """HTTP Basic sends `name:password` and is split at the first colon: `carol:x` could never sign in."""
+    hashed = hash_password("pw", iterations=1000)
+    text = f"[server]\napprovers = [{{ name = 'carol:x', password_hash = '{hashed}' }}]\n[targets.a]\n"
+    message = "server.approvers: the name 'carol:x' contains ':', where a browser's sign-in ends the name"
+    with pytest.raises(ConfigurationError, match=re.escape(message)):
+        load_settings(write(tmp_path, text))
+
+
+@pytest.mark.parametrize(
+    ("public_url", "problem"),
+    [
+        ("http://[bad", "is not a valid URL: Invalid IPv6 URL"),
+        ("http://h:99999", "is not a valid URL: Port out of range 0-65535"),
+        ("ftp://x", "is not an http:// or https:// URL with a host"),
+        ("not a url", "is not an http:// or https:// URL with a host"),
+        ("javascript:alert(1)", "is not an http:// or https:// URL with a host"),
+        ("https://", "is not an http:// or https:// URL with a host"),
+        ("https://h/safe db", "contains spaces or control characters"),
+        ("https://h/?next=1", "has a query or fragment"),
+    ],
+)
+def test_public_url_must_be_a_web_address(tmp_path: Path, public_url: str, problem: str) -> None:
+    """Approval links are `public_url` + `/approvals/...`: anything was taken (`not a url/approvals/ID?t=...`), and
+    `http://[bad` stopped the start with a ValueError traceback."""
+    text = f"[server]\npublic_url = '{public_url}'\n[targets.a]\n"
+    with pytest.raises(ConfigurationError, match=re.escape(f"server.public_url: {public_url!r} {problem}")):
+        load_settings(write(tmp_path, text))
+
+
+@pytest.mark.parametrize("public_url", ["https://Approvals.example:443/safedb/", "http://[::1]:8443"])
+def test_public_url_with_a_port_and_a_path(tmp_path: Path, public_url: str) -> None:
+    assert load_settings(write(tmp_path, f"[server]\npublic_url = '{public_url}'\n[targets.a]\n")).public_url == (
+        public_url
+    )
+
+
+def test_an_audit_url_python_cannot_split_is_still_a_url(tmp_path: Path) -> None:
+    """`urlsplit` refuses a stray `[` (`Invalid IPv6 URL`, a traceback); libpq reports what is wrong when the log is
+    opened, and takes a `[` in a password. It must not become a file path next to the configuration file."""
+    url = "postgresql://auditor:pa[ss@db.internal/app"
+    settings = load_settings(write(tmp_path, f"[server]\naudit_db = '{url}'\n[targets.a]\n"))
+    assert settings.audit_location == url
 
 
 def test_every_setting_is_documented() -> None:

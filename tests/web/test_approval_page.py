@@ -316,6 +316,35 @@ async def test_an_invisible_justification_does_not_approve(served: tuple[ServerP
     assert results[0].structured_content["status"] == "declined"
 
 
+async def test_a_justification_fills_the_answer_with_the_approvers_name(
+    served: tuple[ServerProcess, Path, Path],
+) -> None:
+    """Red team: the answer records `alice: <justification>`, within the form's 2,000 characters: a justification the
+    page took up to 2,000 made the call fail ("Error executing tool") and left the audit log without an answer."""
+    require_chromium()
+    server, database, audit = served
+    room = 2000 - len("alice: ")
+    async with waiting_call(server.url, "legacy") as (responder, results):
+        link = responder.urls[0]
+        with urllib.request.urlopen(urllib.request.Request(link, headers={"Authorization": BASIC}), timeout=10) as page:
+            html_page = page.read().decode()
+        csrf = re.search(r'name=csrf value="([^"]+)"', html_page)
+        assert csrf is not None
+        assert f'maxlength="{room}"' in html_page
+        fields = {"t": link_token(link), "csrf": html.unescape(csrf[1]), "decision": "approve"}
+        too_long = post(link, {**fields, "justification": "x" * (room + 1)}, {"Authorization": BASIC})
+        # The browser keeps to the page's limit: the rest of what is typed is left out.
+        approved = await decide_in_browser(link, "approve", "x" * (room + 50), "justification-at-its-limit")
+    assert too_long == 400
+    assert "Approved by alice" in approved
+    assert results[0].structured_content is not None
+    assert results[0].structured_content["status"] == "executed"
+    assert rows(database, "SELECT count(*) FROM invoices WHERE status = 'void'") == [(0,)]
+    decisions = audit_records(audit)
+    assert [d for d, _ in decisions] == ["requested", "accepted", "executed"]
+    assert decisions[1][1] == "alice: " + "x" * room
+
+
 async def test_pending_list_needs_an_approver(served: tuple[ServerProcess, Path, Path]) -> None:
     server, _, _ = served
     base = server.url.removesuffix("/mcp")

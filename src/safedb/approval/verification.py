@@ -17,6 +17,17 @@ JUSTIFICATION_MAX_CHARS = 2000
 be able to fill with megabytes of text."""
 
 
+def approver_justification(approver: str, justification: str) -> str:
+    """How an approval page's decision is recorded as the answer's justification: `alice: <justification>`, or just
+    `alice` when they gave none."""
+    return f"{approver}: {justification}" if justification else approver
+
+
+def justification_room(approver: str) -> int:
+    """The longest justification `approver` may give on the approval page: its answer holds their name too."""
+    return JUSTIFICATION_MAX_CHARS - len(approver_justification(approver, " ")) + 1
+
+
 class SafetyVerification(BaseModel):
     """The answer SafeDB asks for before a statement that changes anything."""
 
@@ -26,9 +37,10 @@ class SafetyVerification(BaseModel):
     confirm: StrictBool = Field(title="Run this statement?", description="Must be true for the statement to run.")
     justification: str = Field(
         title="Justification",
+        # The least a Production change needs is the target's (`min_justification`), which the question states.
         description=(
-            f"Why this change is needed, in at most {JUSTIFICATION_MAX_CHARS:,} characters. Production changes need "
-            "at least 10 characters."
+            f"Why this change is needed, in at most {JUSTIFICATION_MAX_CHARS:,} characters; a Production change "
+            "needs as many as the question says."
         ),
         max_length=JUSTIFICATION_MAX_CHARS,
     )

@@ -16,12 +16,23 @@ SCHEMA_PARAMETER = "audit_schema"
 
 def is_postgres_url(location: str | Path) -> bool:
     """Whether `location` is a postgresql:// (or postgres://) URL rather than a file path."""
-    return isinstance(location, str) and urlsplit(location).scheme.lower() in POSTGRES_SCHEMES
+    if not isinstance(location, str):
+        return False
+    try:
+        scheme = urlsplit(location).scheme
+    except ValueError:  # a '[' or ']' Python takes for a broken IPv6 address, after a scheme all the same
+        scheme = location.partition(":")[0]
+    return scheme.lower() in POSTGRES_SCHEMES
 
 
 def split_audit_url(url: str) -> tuple[str, str]:
     """The connection URL without SafeDB's `audit_schema` parameter, and the schema it names (or the default)."""
-    parts = urlsplit(url)
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        # Python refuses a '[' or ']' outside an IPv6 address (`Invalid IPv6 URL`); libpq takes one in a password,
+        # and says in one line what is wrong with the URL when it is wrong.
+        return url, DEFAULT_SCHEMA
     parameters = parse_qsl(parts.query, keep_blank_values=True)
     schemas = [value for name, value in parameters if name == SCHEMA_PARAMETER]
     rest = [(name, value) for name, value in parameters if name != SCHEMA_PARAMETER]

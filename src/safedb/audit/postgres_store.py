@@ -18,7 +18,6 @@ from typing import Any
 
 import psycopg
 from psycopg import IsolationLevel, sql
-from psycopg.conninfo import conninfo_to_dict
 
 from safedb.audit.chain import GENESIS_HASH
 from safedb.audit.errors import AuditWriteFailed
@@ -44,7 +43,7 @@ from safedb.audit.rows import (
 )
 from safedb.audit.store import AnswerCheck, AuditQuery, ChainHead, ChainSnapshot
 from safedb.audit.threaded import ThreadedAuditStore
-from safedb.db.postgres.connections import describe_dsn, may_have_ended
+from safedb.db.postgres.connections import describe_dsn, error_reason, may_have_ended
 from safedb.errors import DatabaseOpenError
 
 logger = logging.getLogger(__name__)
@@ -88,7 +87,8 @@ class PostgresAuditStore(ThreadedAuditStore[Connection]):
                 ensure_schema(connection, schema, where)
         except psycopg.Error as exc:
             connection.close()
-            raise DatabaseOpenError(f"Cannot open the audit log {schema} in {where}: {_reason(exc, url)}") from None
+            reason = error_reason(exc, url)
+            raise DatabaseOpenError(f"Cannot open the audit log {schema} in {where}: {reason}") from None
         except BaseException:
             connection.close()
             raise
@@ -109,7 +109,7 @@ class PostgresAuditStore(ThreadedAuditStore[Connection]):
                     self._writer = _connect(self._dsn, readonly=False, busy_timeout=self._busy_timeout)
                 return self._append(self._writer, _nul_free(event), check)
             except (psycopg.Error, DatabaseOpenError) as exc:
-                reason = _reason(exc, self._dsn) if isinstance(exc, psycopg.Error) else str(exc)
+                reason = error_reason(exc, self._dsn) if isinstance(exc, psycopg.Error) else str(exc)
                 logger.error("Cannot append to the audit log %s in %s: %s", self.schema, self.where, reason)
                 raise AuditWriteFailed(f"The audit log could not be written ({reason}).") from exc
 
@@ -186,7 +186,7 @@ class PostgresAuditStore(ThreadedAuditStore[Connection]):
                 yield connection
         except psycopg.Error as exc:
             raise DatabaseOpenError(
-                f"Cannot read the audit log {self.schema} in {self.where}: {_reason(exc, self._dsn)}"
+                f"Cannot read the audit log {self.schema} in {self.where}: {error_reason(exc, self._dsn)}"
             ) from None
         finally:
             connection.close()
@@ -227,7 +227,7 @@ def _connect(dsn: str, *, readonly: bool, busy_timeout: float) -> Connection:
         )  # fmt: skip
     except psycopg.Error as exc:
         raise DatabaseOpenError(
-            f"Cannot connect to the PostgreSQL audit log at {describe_dsn(dsn)}: {_reason(exc, dsn)}"
+            f"Cannot connect to the PostgreSQL audit log at {describe_dsn(dsn)}: {error_reason(exc, dsn)}"
         ) from None
     try:
         connection.isolation_level = IsolationLevel.READ_COMMITTED
@@ -244,23 +244,12 @@ def _connect(dsn: str, *, readonly: bool, busy_timeout: float) -> Connection:
     except psycopg.Error as exc:
         connection.close()
         raise DatabaseOpenError(
-            f"Cannot use the PostgreSQL audit log at {describe_dsn(dsn)}: {_reason(exc, dsn)}"
+            f"Cannot use the PostgreSQL audit log at {describe_dsn(dsn)}: {error_reason(exc, dsn)}"
         ) from None
     except BaseException:
         connection.close()
         raise
     return connection
-
-
-def _reason(exc: psycopg.Error, dsn: str) -> str:
-    """The first line of a psycopg error, with the password (should it appear) masked."""
-    primary = exc.diag.message_primary if exc.diag is not None else None
-    text = primary or next((line.strip() for line in str(exc).splitlines() if line.strip()), type(exc).__name__)
-    try:
-        password = conninfo_to_dict(dsn).get("password")
-    except psycopg.Error:
-        password = None
-    return text.replace(str(password), "***") if password else text
 
 
 def _nul_free(event: AuditEvent) -> AuditEvent:

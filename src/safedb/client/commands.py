@@ -30,6 +30,8 @@ from safedb.client.rules import AnswerRules, RuleAnswerer, RuleDecision, RulesFi
 from safedb.client.sanitize import clean_text
 from safedb.client.session import CommandRunner, interact, run_script
 from safedb.client.targets import Target, TargetError, config_target, http_target, stdio_target
+from safedb.db.demo import ensure_demo_database
+from safedb.errors import DatabaseOpenError
 
 _T = TypeVar("_T")
 
@@ -144,11 +146,22 @@ def demo(url: str | None, data_dir: str | None, era: str, answers_file: Path | N
     """
     chosen: Target = _target(url, None, None, None, ()) if url else demo_server(data_dir)
     answerer = _answerer(answers_file, decline_all)
+    if url is None and data_dir is not None:
+        _make_demo_database(Path(data_dir))
 
     async def scenario(connection: Connection) -> bool:
         return await run_demo(CommandRunner(connection, _write), _write)
 
     _exit(_run(chosen, answerer, era, scenario))
+
+
+def _make_demo_database(data_dir: Path) -> None:
+    """The demo server's database, made before it starts: in a directory that cannot hold it, the server would say so
+    and exit, and the client would add a misleading "Cannot talk to ...: Connection closed" after its error."""
+    try:
+        ensure_demo_database(data_dir)
+    except DatabaseOpenError as exc:
+        raise click.ClickException(str(exc)) from None
 
 
 def _target(

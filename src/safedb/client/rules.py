@@ -58,7 +58,9 @@ class AnswerRule(BaseModel):
         if pattern is not None:
             try:
                 re.compile(pattern)
-            except re.error as exc:
+            # OverflowError: a repeat count past what `re` can count (`a{4294967296}`); RecursionError: nesting
+            # deeper than the parser goes (thousands of parentheses).
+            except (re.error, OverflowError, RecursionError) as exc:
                 raise ValueError(f"not a valid regular expression: {exc}") from None
         return pattern
 

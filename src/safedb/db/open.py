@@ -59,11 +59,11 @@ def check_postgres(dsn: str) -> None:
     """Connect once and disconnect; raise DatabaseOpenError (without the password) when that fails."""
     import psycopg  # noqa: PLC0415  (see open_database)
 
-    from safedb.db.postgres.connections import CONNECT_SECONDS, describe_dsn  # noqa: PLC0415
+    from safedb.db.postgres.connections import CONNECT_SECONDS, describe_dsn, error_reason  # noqa: PLC0415
 
     try:
         with psycopg.connect(dsn, connect_timeout=int(CONNECT_SECONDS), autocommit=True) as connection:
             connection.execute("SELECT 1")
     except psycopg.Error as exc:
-        reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        reason = error_reason(exc, dsn)
         raise DatabaseOpenError(f"Cannot connect to PostgreSQL as {describe_dsn(dsn)}: {reason}") from exc

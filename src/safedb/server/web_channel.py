@@ -21,7 +21,7 @@ from mcp_types import ElicitRequest, ElicitRequestURLParams, ElicitResult, Input
 
 from safedb.approval.binding import ApprovalTicket
 from safedb.approval.board import ApprovalBoard, BoardVerdict, WebApproval
-from safedb.approval.verification import Answer, SafetyVerification
+from safedb.approval.verification import Answer, SafetyVerification, approver_justification
 from safedb.db.backend import Impact
 from safedb.server.elicitation import APPROVAL_KEY, Reply, progress_while_waiting, uses_input_required
 from safedb.sql.classification import Classification
@@ -183,11 +183,9 @@ def _reply(approval: WebApproval) -> Reply:
 
 
 def _decided(approval: WebApproval, confirm: bool) -> SafetyVerification:
-    """The approver's decision as an answer: `alice: <justification>` (just `alice` when they gave none)."""
+    """The approver's decision as an answer (`approver_justification`; the page keeps it within the form's limit)."""
     return SafetyVerification(
         confirm=confirm,
-        justification=f"{approval.approver}: {approval.justification}"
-        if approval.justification
-        else str(approval.approver),
+        justification=approver_justification(str(approval.approver), approval.justification or ""),
         environment=approval.environment.capitalize(),  # type: ignore[arg-type]
     )

@@ -44,9 +44,9 @@ class DenyList:
             verb = "VACUUM INTO" if change.kind is ChangeKind.VACUUM else "ATTACH"
             if _is_ambiguous_uri(change.target.name):
                 raise DeniedByPolicy(
-                    f"{verb} {change.target.name!r} is not allowed: the URI holds control characters or escaped "
-                    "ones (such as %00), which SQLite reads differently, so SafeDB cannot tell which file it "
-                    "opens. Nothing was run."
+                    f"{verb} {change.target.name!r} is not allowed: the URI holds control characters, escaped "
+                    "ones (such as %00) or brackets outside an address, which SQLite reads differently, so SafeDB "
+                    "cannot tell which file it opens. Nothing was run."
                 )
             if not self._file_allowed(change.target.name):
                 raise DeniedByPolicy(
@@ -77,7 +77,15 @@ def file_path(name: str) -> Path | None:
 
 
 def _is_ambiguous_uri(name: str) -> bool:
-    return name.startswith("file:") and _AMBIGUOUS_URI_TEXT.search(name) is not None
+    """A `file:` URI that SQLite and Python read differently (`_AMBIGUOUS_URI_TEXT`), or that Python cannot split at
+    all (a `[` it takes for the start of an IPv6 address), so that SafeDB cannot tell which file it opens."""
+    if not name.startswith("file:"):
+        return False
+    try:
+        urlsplit(name)
+    except ValueError:
+        return True
+    return _AMBIGUOUS_URI_TEXT.search(name) is not None
 
 
 def _is_memory_uri(name: str) -> bool:

@@ -11,7 +11,6 @@ from pygments.lexers import SqlLexer
 
 from safedb.approval.board import WebApproval
 from safedb.approval.display import visible_line, visible_statement
-from safedb.approval.verification import JUSTIFICATION_MAX_CHARS
 
 _STYLE = """
 body { font-family: system-ui, sans-serif; max-width: 56rem; margin: 2rem auto; padding: 0 1rem; color: #1b1b1b; }
@@ -39,7 +38,7 @@ def highlighted_sql(sql: str) -> str:
     return highlight(sql, SqlLexer(), HtmlFormatter(noclasses=True, cssclass="sql", nowrap=False))
 
 
-def approval_page(approval: WebApproval, csrf: str, min_justification: int) -> str:
+def approval_page(approval: WebApproval, csrf: str, min_justification: int, max_justification: int) -> str:
     classification = approval.classification
     # Names and messages from the database, shown as the form's question shows them (no bidi reordering).
     changes = "".join(f"<li>{escape(visible_line(str(change)))}</li>" for change in classification.changes)
@@ -73,7 +72,7 @@ def approval_page(approval: WebApproval, csrf: str, min_justification: int) -> s
 <input type=hidden name=csrf value="{escape(csrf)}">
 <label for=justification>Your justification</label>
 <textarea id=justification name=justification required minlength="{min_justification if production else 1}"
- maxlength="{JUSTIFICATION_MAX_CHARS}"></textarea>
+ maxlength="{max_justification}"></textarea>
 <p><button class=approve name=decision value=approve>Approve</button>
 <button class=reject name=decision value=reject formnovalidate>Reject</button></p>
 </form>"""

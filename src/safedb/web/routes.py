@@ -18,7 +18,7 @@ from starlette.routing import Route
 
 from safedb.approval.board import ApprovalBoard, BoardVerdict, WebApproval
 from safedb.approval.display import readable_length
-from safedb.approval.verification import JUSTIFICATION_MAX_CHARS
+from safedb.approval.verification import justification_room
 from safedb.settings import Approver
 from safedb.web import pages
 from safedb.web.security import REALM, ApproverCheck, CsrfTokens, origin_of, same_origin, same_text
@@ -70,9 +70,8 @@ def approval_routes(board: ApprovalBoard, approvers: Sequence[Approver], public_
         found = find(request, request.query_params.get("t"))
         if isinstance(found, Response):
             return found
-        body = await anyio.to_thread.run_sync(
-            pages.approval_page, found, csrf.issue(found.id, approver), found.min_justification
-        )
+        token, room = csrf.issue(found.id, approver), justification_room(approver)
+        body = await anyio.to_thread.run_sync(pages.approval_page, found, token, found.min_justification, room)
         return HTMLResponse(body, headers=_NO_STORE)
 
     async def decide(request: Request) -> Response:
@@ -95,12 +94,8 @@ def approval_routes(board: ApprovalBoard, approvers: Sequence[Approver], public_
         minimum = found.min_justification if found.environment == "production" else 1
         if approve and readable_length(justification) < minimum:
             return respond("Justification needed", f"Approving needs a justification of {minimum}+ characters.", 400)
-        if len(justification) > JUSTIFICATION_MAX_CHARS:
-            return respond(
-                "Justification too long",
-                f"Give a justification of at most {JUSTIFICATION_MAX_CHARS:,} characters.",
-                400,
-            )
+        if len(justification) > (room := justification_room(approver)):
+            return respond("Justification too long", f"Give a justification of at most {room:,} characters.", 400)
         if not board.decide(found, approve=approve, approver=approver, justification=justification):
             return respond("Already decided", "This approval was decided or expired in the meantime.", 410)
         if approve:

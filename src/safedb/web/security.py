@@ -83,10 +83,14 @@ def same_origin(request: Request, public_origin: str | None = None) -> bool:
     return origin in (f"{request.url.scheme}://{request.url.netloc}", public_origin)
 
 
-def origin_of(url: str) -> str:
+def origin_of(url: str) -> str | None:
     """The origin a browser names (`Origin` header) for pages under `url`: scheme and host in lower case, the
-    port only when it is not the scheme's default."""
-    parts = urlsplit(url)
+    port only when it is not the scheme's default. None when `url` cannot be split (`Invalid IPv6 URL`): no
+    browser's page is there (loading the configuration refuses such a `server.public_url`)."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return None
     scheme = parts.scheme.lower()
     host = parts.hostname or ""
     if ":" in host:

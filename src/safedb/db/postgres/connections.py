@@ -55,6 +55,22 @@ def describe_dsn(dsn: str) -> str:
     return f"{user}@{host}:{port}/{parts.get('dbname') or user}"
 
 
+def error_reason(exc: BaseException, *dsns: str) -> str:
+    """The first line of an error about connecting with `dsns`, without their passwords: psycopg repeats a connection
+    string it cannot parse, whole, and a server may echo what it was given."""
+    primary = exc.diag.message_primary if isinstance(exc, psycopg.Error) and exc.diag is not None else None
+    text = primary or next((line.strip() for line in str(exc).splitlines() if line.strip()), type(exc).__name__)
+    for dsn in dsns:
+        text = text.replace(dsn, describe_dsn(dsn))
+        try:
+            password = conninfo_to_dict(dsn).get("password")
+        except psycopg.ProgrammingError:
+            password = None
+        if password:
+            text = text.replace(str(password), "***")
+    return text
+
+
 def milliseconds(seconds: float) -> str:
     return f"{max(1, round(seconds * 1000))}ms"
 
@@ -250,7 +266,7 @@ class Pools:
             try:
                 search_path = await _reader_search_path(reader_dsn)
             except psycopg.Error as exc:
-                raise DatabaseOpenError(f"Cannot connect to PostgreSQL: {exc}") from exc
+                raise DatabaseOpenError(f"Cannot connect to PostgreSQL: {error_reason(exc, *self._dsns)}") from exc
             settings = {**_STRING_SETTINGS, "search_path": search_path}
             pools = (
                 _pool(reader_dsn, readers, "safedb-readers", settings, reader=True),
@@ -264,7 +280,7 @@ class Pools:
             except (PoolTimeout, psycopg.Error) as exc:
                 for pool in pools:
                     await pool.close()
-                raise DatabaseOpenError(f"Cannot connect to PostgreSQL: {exc}") from exc
+                raise DatabaseOpenError(f"Cannot connect to PostgreSQL: {error_reason(exc, *self._dsns)}") from exc
             if writers_path != search_path:
                 for pool in pools:
                     await pool.close()
