@@ -163,9 +163,16 @@ NOTES = [
     "impact preview and the approved run about 15% (0.55 ms); its MCP and HTTP work (about 2.2 ms) is less than the "
     "reference's. This page's run has the safety fixes of that day, among them approvals bound to the identity of "
     "the tables they name (a root page looked up again within the approved run's write lock). The handshake era's "
-    "memory per waiting call sits at the target's edge: 130.0 KB on 0188e39 (two rounds) and 130.1 KB on this "
-    "page's checkout (four rounds, 123.97 to 124.06 MiB for 1,000 calls), 73 bytes a call apart, where the run "
-    "of 681baa4 measured 129.7.",
+    "memory per waiting call then sat at the target's edge: 130.0 KB on 0188e39 (two rounds) and 130.1 KB on "
+    "b3c0446 (four rounds, 123.97 to 124.06 MiB for 1,000 calls).",
+    "Handshake era, memory per waiting call, measured on 2026-11-29 with tracemalloc in the server (500 waiting "
+    "calls): about 123 KB of Python objects each, nearly all the SDK's session, HTTP and SSE machinery, some 3.5 KB "
+    "SafeDB's own. The form question's schema was validated again for every question, which copied it into each "
+    "waiting one: since 1d7625d it is validated once per form and shared (and the dataclasses a waiting call holds "
+    "are slotted), 126.6 KiB (129.7 KB) per waiting call where it took 127.0 KiB (four alternating rounds each, "
+    "same machine). This page's run is of the checkout after that day's second round of safety fixes (code bound "
+    "by fingerprints in SQLite as in PostgreSQL, work that SQLite cannot interrupt kept off the event loop), which "
+    "leave the benchmarks' statements as they were: no trigger, view or whole-table step, and at most one join.",
 ]
 
 SAFEDB = "safedb"
