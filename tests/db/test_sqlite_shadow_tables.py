@@ -217,3 +217,14 @@ async def test_dropping_a_virtual_table_shows_every_table_its_module_drops_with_
     impact = await database.preview(dropped)
 
     assert any("drops with it the tables" in line and "docs_stat (2 rows)" in line for line in impact.lines), impact
+
+
+async def test_a_table_renamed_to_a_name_a_module_keeps_is_refused(served: tuple[SqliteDatabase, Path]) -> None:
+    database, _ = served
+    await approve(database, "CREATE VIRTUAL TABLE docs USING fts3(body)")
+
+    with pytest.raises(DeniedByPolicy, match="kept for a virtual table's own storage"):
+        await database.classify('ALTER TABLE notes RENAME TO "Docs_Stat"')
+
+    renamed = await database.classify("ALTER TABLE notes RENAME TO notes_old")  # another name is a plain rename
+    assert [change.kind for change in renamed.changes] == [ChangeKind.RENAME]

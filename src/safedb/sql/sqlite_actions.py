@@ -438,7 +438,7 @@ def _change_for(event: AuthorizerEvent, shape: StatementShape) -> Change | None:
             schema = "temp"
         return Change(kind, DatabaseObject(object_type, event.arg1 or "?", schema), via)
     if code == Action.ALTER_TABLE:
-        kind = ChangeKind.RENAME if shape.renames_table else ChangeKind.ALTER
+        kind = ChangeKind.RENAME if shape.renamed_to is not None else ChangeKind.ALTER
         return Change(kind, DatabaseObject(ObjectType.TABLE, event.arg2 or "?", event.arg1), via)
     if code == Action.ATTACH:
         # An empty name is a valid temporary database, not an unknown file.

@@ -31,7 +31,8 @@ class StatementShape:
     read_form: bool
     insert_variant: ChangeKind | None = None
     """REPLACE or UPSERT when the statement is an insert of that flavour."""
-    renames_table: bool = False
+    renamed_to: str | None = None
+    """The new name of a table `ALTER TABLE ... RENAME TO` renames."""
     into_path: str | None = None
     """The literal file name of `VACUUM ... INTO 'file'`, when it is a plain string."""
 
@@ -88,9 +89,15 @@ def _shape(sql: str, dialect: str) -> StatementShape:
         root=type(root).__name__,
         read_form=isinstance(root, _READ_FORMS),
         insert_variant=_insert_variant(root),
-        renames_table=isinstance(root, exp.Alter)
-        and any(isinstance(action, exp.AlterRename) for action in root.args.get("actions") or ()),
+        renamed_to=_renamed_to(root),
     )
+
+
+def _renamed_to(root: exp.Expr) -> str | None:
+    if not isinstance(root, exp.Alter):
+        return None
+    renames = [action for action in root.args.get("actions") or () if isinstance(action, exp.AlterRename)]
+    return str(renames[0].this.name) if renames else None
 
 
 def _tokens(sql: str, dialect: str) -> list[Token] | None:

@@ -163,7 +163,7 @@ def inspect_statement(connection: sqlite3.Connection, sql: str, schema: SchemaFa
         if change.kind is ChangeKind.CREATE and change.target.type is ObjectType.VIRTUAL_TABLE:
             _refuse_taking_over_tables(connection, change.target, schema.shadow_tables)
         if change.kind is ChangeKind.CREATE and change.target.type is ObjectType.TABLE:
-            _refuse_module_names(connection, change.target)
+            _refuse_module_names(connection, change.target.name)
         if change.target == DatabaseObject(ObjectType.FUNCTION, FTS_OPTIMIZE):
             # Its writes, made from inside a function call, are none an approval could cover.
             raise DeniedByPolicy(
@@ -171,6 +171,8 @@ def inspect_statement(connection: sqlite3.Connection, sql: str, schema: SchemaFa
                 "from inside a query. Nothing was run; send INSERT INTO <table>(<table>) VALUES ('optimize'), "
                 "which does the same and is asked about as a change."
             )
+    if shape.renamed_to is not None:
+        _refuse_module_names(connection, shape.renamed_to)
     return classification
 
 
@@ -273,12 +275,13 @@ def _refuse_taking_over_tables(
         )
 
 
-def _refuse_module_names(connection: sqlite3.Connection, table: DatabaseObject) -> None:
-    """A new table named as a virtual table's module keeps a table of its own (`reserved_shadow_names`) is refused,
-    as SQLite refuses it in its defensive mode: the module would write to it, and drop it with the virtual table."""
-    if _ascii_folded(table.name) in reserved_shadow_names(connection):
+def _refuse_module_names(connection: sqlite3.Connection, name: str) -> None:
+    """A table made or renamed to a name that a virtual table's module keeps for a table of its own
+    (`reserved_shadow_names`) is refused, as SQLite refuses it in its defensive mode: the module would write to it,
+    and drop it with the virtual table."""
+    if _ascii_folded(name) in reserved_shadow_names(connection):
         raise DeniedByPolicy(
-            f"CREATE TABLE {table.name}: the name is kept for a virtual table's own storage "
+            f"A table named {name}: the name is kept for a virtual table's own storage "
             "(<virtual table>_<suffix>), which its module writes to and drops with the virtual table. Nothing was run; "
             "choose another name."
         )
