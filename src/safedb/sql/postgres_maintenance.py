@@ -56,7 +56,7 @@ def stored_code_run(node: ast.Node) -> StoredCodeRun:
     if isinstance(node, ast.CreateStmt) and isinstance(node.partbound, ast.PartitionBoundSpec):
         # A new partition's bounds are evaluated as it is made, and the parent's other rows (a default partition's)
         # meet its partition key.
-        parents = tuple(QualifiedName.from_range_var(r) for r in node.inhRelations or () if isinstance(r, ast.RangeVar))
+        parents = _qualified(node.inhRelations or ())
         return StoredCodeRun(parents, expressions=_bounds(node.partbound), view_queries=False)
     if isinstance(node, ast.AlterDomainStmt):
         return _domain_altered(node)
@@ -104,8 +104,7 @@ def _altered(node: ast.AlterTableStmt) -> StoredCodeRun:
             relations += [node.relation, command.def_.name]  # the partition's rows meet the table's partition key
             if isinstance(command.def_.bound, ast.PartitionBoundSpec):
                 expressions += _bounds(command.def_.bound)
-    names = tuple(dict.fromkeys(QualifiedName.from_range_var(r) for r in relations if isinstance(r, ast.RangeVar)))
-    return StoredCodeRun(names, expressions=expressions, view_queries=False)
+    return StoredCodeRun(_qualified(relations), expressions=expressions, view_queries=False)
 
 
 def _computes_values(column: object) -> bool:
@@ -116,6 +115,11 @@ def _computes_values(column: object) -> bool:
     )
 
 
+def _qualified(relations: Iterable[object]) -> tuple[QualifiedName, ...]:
+    """The names of the relations among `relations` (range variables), each once."""
+    return tuple(dict.fromkeys(QualifiedName.from_range_var(r) for r in relations if isinstance(r, ast.RangeVar)))
+
+
 def _named(relations: Iterable[object]) -> StoredCodeRun:
-    names = tuple(QualifiedName.from_range_var(r) for r in relations if isinstance(r, ast.RangeVar))
+    names = _qualified(relations)
     return StoredCodeRun(names, view_queries=False) if names else StoredCodeRun(every_relation=True, view_queries=False)

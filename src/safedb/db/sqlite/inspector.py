@@ -362,11 +362,7 @@ def reserved_shadow_names(connection: sqlite3.Connection, schemas: list[str] | N
     their modules' shadow tables, `<virtual table>_<suffix>`, whether such a table exists or not: a module writes
     to a table of such a name as its own, and drops it with the virtual table (FTS3 all five of its names)."""
     virtual_tables = _tables_of(connection, schemas or _schemas(connection), "AND sql LIKE 'CREATE VIRTUAL TABLE %'")
-    return frozenset(
-        _ascii_folded(f"{name}_{suffix}")
-        for name, sql in virtual_tables
-        for suffix in _SHADOW_SUFFIXES_OF_MODULE.get(virtual_table_module(sql) or "", ())
-    )
+    return frozenset(name for table, sql in virtual_tables for name in _kept_by_module(table, sql))
 
 
 def module_tables(connection: sqlite3.Connection, table: DatabaseObject) -> list[str]:
@@ -376,9 +372,15 @@ def module_tables(connection: sqlite3.Connection, table: DatabaseObject) -> list
         f"SELECT sql FROM {quote_identifier(schema)}.sqlite_schema WHERE type = 'table' AND name = ? COLLATE NOCASE",
         (table.name,),
     ).fetchone()
-    module = virtual_table_module(row[0] or "") if row is not None else None
-    kept = {_ascii_folded(f"{table.name}_{suffix}") for suffix in _SHADOW_SUFFIXES_OF_MODULE.get(module or "", ())}
+    kept = _kept_by_module(table.name, row[0] or "") if row is not None else frozenset()
     return sorted(name for name, _ in _tables_of(connection, [schema]) if _ascii_folded(name) in kept)
+
+
+def _kept_by_module(table: str, definition: str) -> frozenset[str]:
+    """The names (`_ascii_folded`) that the module of the virtual table `table`, defined by `definition`, keeps for
+    its shadow tables."""
+    suffixes = _SHADOW_SUFFIXES_OF_MODULE.get(virtual_table_module(definition) or "", ())
+    return frozenset(_ascii_folded(f"{table}_{suffix}") for suffix in suffixes)
 
 
 def _schemas(connection: sqlite3.Connection) -> list[str]:
