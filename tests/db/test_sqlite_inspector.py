@@ -123,6 +123,7 @@ def test_changes_are_classified(inspector: GuardedConnection, sql: str, kinds: t
         ("SAVEPOINT s1", TransactionControl),
         ("RELEASE s1", TransactionControl),
         ("SELEC 1", InvalidStatement),
+        ("\u00a0DELETE FROM items", InvalidStatement),  # a no-break space is part of a name to SQLite, not empty
         ("SELECT * FROM no_such_table", InvalidStatement),
         ("SELECT 1\x00; DROP TABLE items", InvalidStatement),
         ("CREATE TEMP TABLE scratch (a)", TemporaryObject),
@@ -162,7 +163,13 @@ def test_the_inspector_cannot_write_even_if_asked(inspector: GuardedConnection) 
 
 @pytest.mark.parametrize(
     ("sql", "keyword"),
-    [("select 1", "SELECT"), ("-- x\n/* y */ explain select 1", "EXPLAIN"), (";;", None), ("/* open", None)],
+    [
+        ("select 1", "SELECT"),
+        ("-- x\n/* y */ explain select 1", "EXPLAIN"),
+        (";;", None),
+        ("/* open", None),
+        ("\u00a0select 1", None),
+    ],
 )
 def test_leading_keyword(sql: str, keyword: str | None) -> None:
     assert leading_keyword(sql) == keyword

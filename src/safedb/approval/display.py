@@ -3,7 +3,8 @@
 Text that renders as nothing or out of sight could make the statement a person reads differ from the one
 that runs: thousands of spaces that push `OR 1=1` past the right edge, hundreds of line breaks below it,
 bidirectional controls that reorder what is displayed, zero-width characters, a carriage return that
-overwrites a terminal line. The shown text names those instead (the statement that runs is unchanged).
+overwrites a terminal line, a no-break space that reads as a gap but is part of a name to the database. The shown
+text names those instead (the statement that runs is unchanged).
 """
 
 from __future__ import annotations
@@ -20,9 +21,14 @@ from safedb.inline_work import INLINE_STATEMENT_CHARS
 _MAX_BLANKS = 8
 _MAX_EMPTY_LINES = 2
 
-_BLANK_RUN = re.compile(rf"[^\S\r\n]{{{_MAX_BLANKS + 1},}}")
-_EMPTY_LINES = re.compile(rf"\n(?:[^\S\r\n]*\n){{{_MAX_EMPTY_LINES + 1},}}")
-# Controls, format characters (bidi, zero-width), line and paragraph separators, private and unassigned.
+_BLANK_RUN = re.compile(rf"[ \t]{{{_MAX_BLANKS + 1},}}")
+_EMPTY_LINES = re.compile(rf"\n(?:[ \t]*\n){{{_MAX_EMPTY_LINES + 1},}}")
+# What both SQLite's and PostgreSQL's scanners take for white space around a statement. Other spaces (a no-break
+# space, U+3000...) are part of a name to them: `DELETE FROM ledger` + U+00A0 deletes from another table than
+# `ledger`, so those are named (`_hidden`), never stripped or counted as blanks.
+_SQL_SPACE = " \t\n\r\f"
+# Controls, format characters (bidi, zero-width), line and paragraph separators, private and unassigned (and
+# every space but U+0020: `_SQL_SPACE`).
 _HIDDEN_CATEGORIES = frozenset({"Cc", "Cf", "Zl", "Zp", "Co", "Cn", "Cs"})
 _SHOWN_AS_IS = frozenset({"\n", "\t"})
 # Letters and symbols that render as blank space without being spaces (Hangul fillers, the blank Braille
@@ -45,7 +51,7 @@ def visible_statement(sql: str) -> str:
     """`sql` as it must be shown before approval: hidden characters as `⟨U+202E⟩` (a long run of one as
     `⟨U+3164, 3,000 times⟩`), long runs of blanks as `⟨3,000 blanks⟩`, of empty lines as `⟨200 line breaks⟩`, of
     combining marks on one character as `⟨200 combining marks⟩`."""
-    text = sql.strip().replace("\r\n", "\n")
+    text = sql.strip(_SQL_SPACE).replace("\r\n", "\n")
     text = _EMPTY_LINES.sub(lambda run: f"\n⟨{run.group().count(chr(10)):,} line breaks⟩\n", text)
     text = _BLANK_RUN.sub(lambda run: f"⟨{len(run.group()):,} blanks⟩", text)
     if text.isascii() and _ASCII_HIDDEN.search(text) is None:
@@ -93,4 +99,6 @@ def _hidden(character: str) -> bool:
     if character in _BLANK_LOOKING or unicodedata.combining(character) == _OVERLAY_CLASS:
         return True
     category = unicodedata.category(character)
+    if category == "Zs":
+        return character != " "
     return category == "Me" or (character not in _SHOWN_AS_IS and category in _HIDDEN_CATEGORIES)

@@ -139,6 +139,10 @@ class PostgresStatement:
 _SHORT_STATEMENT_CHARS = 10_000
 _PARSER_STACK_BYTES = 256 * 1024 * 1024
 
+PG_SPACE = " \t\n\r\f\v"
+"""What PostgreSQL's scanner takes for white space. `str.strip()` takes more: a no-break space, U+3000 and others,
+which the scanner reads as part of a name (`ledger` + U+00A0 is another table than `ledger`)."""
+
 
 def parse_one(sql: str) -> tuple[ast.RawStmt, str]:
     """The single statement in `sql` and its text. Raises EmptyStatement, MultipleStatements, InvalidStatement."""
@@ -164,7 +168,7 @@ def parse_one(sql: str) -> tuple[ast.RawStmt, str]:
     # pglast counts the statement's place in characters of `sql`, not in bytes.
     start = raw.stmt_location or 0
     end = start + raw.stmt_len if raw.stmt_len else len(sql)
-    return raw, sql[start:end].strip()
+    return raw, sql[start:end].strip(PG_SPACE)
 
 
 def parse_statements(sql: str) -> tuple[ast.RawStmt, ...]:

@@ -109,17 +109,21 @@ FTS_OPTIMIZE = "optimize"
 # Functions that change the process or the database from inside a SELECT (FTS3/4's `optimize` merges its
 # index, writing the table's shadow tables).
 _EFFECTFUL_FUNCTIONS = frozenset({"load_extension", "fts3_tokenizer", FTS_OPTIMIZE})
+# What the connection ran last: a rolled-back trial run sets them too (a declined INSERT's dry run left its rowid
+# in last_insert_rowid()), so a change using them would not use the value its sender meant.
+_CONNECTION_STATE_FUNCTIONS = frozenset({"last_insert_rowid", "changes", "total_changes"})
 
 # Built-in functions whose result is never much larger than their arguments, and whose work grows no faster
 # than their arguments' size: each call is a short step of SQLite's program. Any other (printf, zeroblob,
 # replace, hex, an application's own...) may build a value of any size allowed in one step, which no time limit
 # stops halfway; and instr, trim, ltrim, rtrim, like and glob compare every place of one argument with much of
-# the other (a 2,000,000-character instr takes hours).
+# the other (a 2,000,000-character instr takes hours); json_extract looks up each of any number of paths in its
+# document (100 paths in 800 KB took 36 ms a call).
 _BOUNDED_FUNCTIONS = frozenset(
     {
         "abs", "avg", "changes", "char_length", "coalesce", "count", "cume_dist", "date", "datetime",
-        "dense_rank", "first_value", "ifnull", "iif", "json_array_length", "json_extract",
-        "json_type", "json_valid", "julianday", "lag", "last_insert_rowid", "last_value", "lead", "length",
+        "dense_rank", "first_value", "ifnull", "iif", "json_array_length", "json_type", "json_valid", "julianday",
+        "lag", "last_insert_rowid", "last_value", "lead", "length",
         "likelihood", "likely", "lower", "max", "min", "nth_value", "ntile", "nullif",
         "octet_length", "percent_rank", "random", "rank", "round", "row_number", "sign", "sqlite_version",
         "strftime", "substr", "substring", "sum", "time", "total", "total_changes", "typeof", "unicode",
@@ -375,7 +379,8 @@ def classify_events(
         TemporaryObject: the statement creates an object in the `temp` schema, which lives on one
             connection only.
         DeniedByPolicy: the statement reads `sqlite_stmt`, which lists what SafeDB's connections have
-            prepared: other clients' statements among them; or it sets a pragma that `_refused_setting` refuses.
+            prepared: other clients' statements among them; or it sets a pragma that `_refused_setting` refuses;
+            or it changes the database and calls a function of `_CONNECTION_STATE_FUNCTIONS`.
     """
     for event in events:
         if event.code == Action.TRANSACTION:
@@ -412,6 +417,13 @@ def classify_events(
         if not changes and not shape.read_form:
             detail = f"SQLite reports no change but the parser cannot confirm a read ({shape.root})"
             changes.append(Change(ChangeKind.UNKNOWN, WHOLE_STATEMENT, None, detail))
+    if changes and not explain_only and (state := _connection_state_calls(events, calls)):
+        raise DeniedByPolicy(
+            f"{state}() reports what SafeDB's connection, which all clients share, ran last (the trial run of "
+            "another client's change among them), not what you ran before: in a change it would use another value "
+            "than you expect. Nothing was run. Use the value itself (INSERT ... RETURNING shows the rowid of a "
+            "row you insert)."
+        )
     reads = tuple(dict.fromkeys(e.arg1 for e in events if e.code == Action.READ and e.arg1))
     runs = tuple(sorted({event.source for event in events if event.source}))
     return Classification(
@@ -421,6 +433,12 @@ def classify_events(
         engine_view=frozenset(events) | calls,
         runs=runs,
     )
+
+
+def _connection_state_calls(events: list[AuthorizerEvent], calls: frozenset[ProgramCall]) -> str | None:
+    """The first function the statement calls that reports the connection's past (`_CONNECTION_STATE_FUNCTIONS`)."""
+    names = [event.arg2 or "" for event in events if event.code == Action.FUNCTION] + [call.name for call in calls]
+    return next((name.lower() for name in names if name.lower() in _CONNECTION_STATE_FUNCTIONS), None)
 
 
 def _change_for(event: AuthorizerEvent, shape: StatementShape) -> Change | None:
@@ -467,7 +485,14 @@ def _change_for(event: AuthorizerEvent, shape: StatementShape) -> Change | None:
 def _program_changes(write_opcodes: list[str], found: list[Change], shape: StatementShape) -> list[Change]:
     """Changes visible only in the compiled program, or writes the events did not explain."""
     if VACUUM_INTO in write_opcodes:
-        return [Change(ChangeKind.VACUUM, DatabaseObject(ObjectType.FILE, shape.into_path or "?"), None, "INTO")]
+        return [
+            Change(
+                ChangeKind.VACUUM,
+                DatabaseObject(ObjectType.FILE, "?" if shape.into_path is None else shape.into_path),
+                None,
+                "INTO",
+            )
+        ]
     if "Vacuum" in write_opcodes:
         return [Change(ChangeKind.VACUUM, DatabaseObject(ObjectType.DATABASE, "main"))]
     if write_opcodes and not found:

@@ -21,6 +21,7 @@ alike for both roles (`catalog.resolves_alike`); there any function of a called 
 from __future__ import annotations
 
 import re
+import string
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, replace
@@ -246,18 +247,23 @@ async def _resolves_alike(connection: Connection, path: str | None, owner: int) 
 def _schema_names(path: str) -> list[str] | None:
     """The schema names of a `search_path` setting, read as PostgreSQL reads it (`SplitIdentifierString`):
     comma-separated, an unquoted name folded to lower case, `""` inside quotes a quote; None if malformed."""
-    if not path.strip():
+    if not path.strip(_PATH_SPACE):
         return []
     names = []
     for part in _PATH_PART.findall(path + ","):
         quoted, bare = part
-        names.append(quoted.replace('""', '"') if quoted else bare.lower())
-    if _PATH_PART.sub("", path + ",").strip():
-        return None  # something the pattern does not read, such as an empty name
+        names.append(quoted.replace('""', '"') if quoted else bare.translate(_ASCII_LOWER))
+    if _PATH_PART.sub("", path + ",").strip(_PATH_SPACE):
+        return None  # something the pattern does not read, such as an empty name or a vertical tab
     return names
 
 
-_PATH_PART = re.compile(r'\s*(?:"((?:[^"]|"")*)"|([^",\s]+))\s*,')
+# PostgreSQL's white space (`scanner_isspace`); a no-break space and the like are part of a name. A vertical tab
+# is white space to PostgreSQL 16 and later only, so outside quotes it makes the path unreadable here.
+_PATH_SPACE = " \t\n\r\f"
+# A name outside quotes is folded to lower case in ASCII only, as PostgreSQL folds it in a multi-byte encoding.
+_ASCII_LOWER = str.maketrans(string.ascii_uppercase, string.ascii_lowercase)
+_PATH_PART = re.compile(r'[ \t\n\r\f]*(?:"((?:[^"]|"")*)"|([^", \t\n\r\f\v]+))[ \t\n\r\f]*,')
 
 
 @asynccontextmanager

@@ -32,10 +32,11 @@ from safedb.sql.structure import functions_in_checks, statement_shape
 
 # Whitespace, SQL comments (an unterminated block comment runs to the end, as in SQLite) and the `;` of empty
 # statements, all in one match: stripping them a piece at a time copied the rest of the text each time.
-_LEADING_NOISE = re.compile(r"(?:\s+|;|--[^\n]*(?:\n|$)|/\*.*?(?:\*/|$))*", re.DOTALL)
-_WORD = re.compile(r"[A-Za-z_]+")
 _SQL_SPACE = " \t\n\f\r"
-"""What SQLite's tokenizer takes for white space (`str.isspace` takes more)."""
+"""What SQLite's tokenizer takes for white space (`str.isspace` and `\\s` take more: a no-break space is part of a
+name to SQLite)."""
+_LEADING_NOISE = re.compile(r"(?:[ \t\n\f\r]+|;|--[^\n]*(?:\n|$)|/\*.*?(?:\*/|$))*", re.DOTALL)
+_WORD = re.compile(r"[A-Za-z_]+")
 
 
 def leading_keyword(sql: str) -> str | None:
@@ -111,7 +112,7 @@ def inspect_statement(connection: sqlite3.Connection, sql: str, schema: SchemaFa
         )
     sql = without_trailing_empty_statements(sql)
     keyword = leading_keyword(sql)
-    if keyword is None:
+    if keyword is None and _LEADING_NOISE.fullmatch(sql):
         raise EmptyStatement
     explain_only = keyword == "EXPLAIN"
     if copied_tokens(sql, schema.views) > COPY_LIMIT:
@@ -287,7 +288,7 @@ def _refuse_module_names(connection: sqlite3.Connection, name: str) -> None:
         )
 
 
-_IDENTIFIED = frozenset({ObjectType.TABLE, ObjectType.INDEX})
+_IDENTIFIED = frozenset({ObjectType.TABLE, ObjectType.VIRTUAL_TABLE, ObjectType.INDEX})
 
 
 # The triggers and views of a name, as `schema_facts` reads them (SQLite compares names folding ASCII only).
@@ -326,15 +327,30 @@ def _resolved_tables(connection: sqlite3.Connection, classification: Classificat
         schema = target.schema or "main"
         try:
             row = connection.execute(
-                f"SELECT name, rootpage FROM {quote_identifier(schema)}.sqlite_schema "
+                f"SELECT rowid, name, rootpage, sql FROM {quote_identifier(schema)}.sqlite_schema "
                 "WHERE type IN ('table', 'index') AND name = ? COLLATE NOCASE",
                 (target.name,),
             ).fetchone()
         except sqlite3.OperationalError:  # a schema not attached (any more)
             row = None
-        meant = None if row is None else f"{schema}.{row[0]} (root page {row[1]})"
+        meant = None if row is None else f"{schema}.{row[1]} ({_identity(connection, schema, *row)})"
         found.append((f"{schema}.{target.name}", meant))
     return found
+
+
+def _identity(
+    connection: sqlite3.Connection, schema: str, rowid: int, name: str, root_page: int, sql: str | None
+) -> str:
+    """What tells a table or index apart from one that took its name: its root page. Every virtual table's is 0,
+    so one is told apart by its catalog row and the root pages of its module's tables, which a rename keeps."""
+    if root_page:
+        return f"root page {root_page}"
+    kept = _kept_by_module(name, sql or "")
+    pages = connection.execute(
+        f"SELECT name, rootpage FROM {quote_identifier(schema)}.sqlite_schema WHERE type = 'table' ORDER BY name"
+    ).fetchall()
+    module_pages = ", ".join(str(page) for table, page in pages if _ascii_folded(table) in kept)
+    return f"virtual table, catalog row {rowid}, module's tables at root pages [{module_pages}]"
 
 
 def schema_version(connection: sqlite3.Connection) -> int:
