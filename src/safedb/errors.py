@@ -118,6 +118,15 @@ class ApprovalReused(SafeDBError):
         )
 
 
+class ApprovalHeldElsewhere(SafeDBError):
+    def __init__(self) -> None:
+        super().__init__(
+            "This approval is not on this SafeDB process's approval page: another process asked it (or this one "
+            "restarted), and only that process holds the approver's decision. Nothing was run, and the approval is "
+            "left as it is: send the retry to the process that asked, or call the tool again to ask anew."
+        )
+
+
 class TooManyWaiting(SafeDBError):
     def __init__(self, held: str) -> None:
         super().__init__(

@@ -397,3 +397,37 @@ async def test_an_approval_expires_with_its_question_on_a_late_retry(tmp_path: P
     assert late.structured_content["status"] == "timed_out"
     assert rows(database, "SELECT count(*) FROM invoices WHERE status = 'void'") == [(1,)]
     assert [d for d, _ in audit_records(audit)] == ["requested", "timed_out"]
+
+
+class LateConsent:
+    """Handshake era: a client that consents to open the link only `after` seconds later (never, for None), while the
+    approver approves at once (`approve`)."""
+
+    def __init__(self, after: float | None, approve: bool) -> None:
+        self.after = after
+        self.approve = approve
+
+    async def __call__(self, context: Any, params: Any) -> ElicitResult:
+        assert isinstance(params, ElicitRequestURLParams)
+        if self.approve:
+            assert (
+                await anyio.to_thread.run_sync(approve_by_post, params.url, "Removing voided invoice per OPS-42") == 200
+            )
+        await (anyio.sleep_forever() if self.after is None else anyio.sleep(self.after))
+        return ElicitResult(action="accept")
+
+
+@pytest.mark.parametrize(
+    "client", [LateConsent(after=None, approve=False), LateConsent(after=4, approve=True)], ids=["never", "late"]
+)
+async def test_a_link_consented_to_late_or_never_times_out(tmp_path: Path, client: LateConsent) -> None:
+    """Handshake era: the client's consent to open the link must come while the approval holds. Unanswered, the call
+    waited for good with only `requested` in the log; answered late, an approval given in time ran all the same."""
+    with serving_prod(tmp_path, approval_timeout=3) as (server, database, audit):
+        with anyio.fail_after(30):
+            async with Client(server.url, mode="legacy", elicitation_callback=client) as session:
+                result = await session.call_tool("execute_query", {"query": QUERY, "target": "prod"})
+    assert result.structured_content is not None
+    assert result.structured_content["status"] == "timed_out"
+    assert rows(database, "SELECT count(*) FROM invoices WHERE status = 'void'") == [(1,)]
+    assert [d for d, _ in audit_records(audit)] == ["requested", "timed_out"]

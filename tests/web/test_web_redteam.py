@@ -6,7 +6,9 @@ from __future__ import annotations
 import base64
 import html
 import re
+import secrets
 import sqlite3
+import sys
 import time
 import urllib.error
 import urllib.parse
@@ -17,18 +19,20 @@ from pathlib import Path
 import anyio
 import pytest
 from mcp.client.client import Client
-from mcp_types import CallToolResult, Implementation, InputRequiredResult
+from mcp_types import CallToolResult, ElicitRequestURLParams, ElicitResult, Implementation, InputRequiredResult
 
 from safedb.approval.board import MAX_WAITING
-from tests.helpers import rows
+from tests.helpers import rows, serving_process
 from tests.web.test_approval_page import (
     PASSWORD,
     QUERY,
     UrlResponder,
+    approve_by_post,
     audit_records,
     http_status,
     link_token,
     post,
+    prod_config,
     serving_prod,
     waiting_call,
 )
@@ -184,6 +188,51 @@ async def test_password_guesses_do_not_hold_up_the_mcp_server(tmp_path: Path) ->
     assert slowest < 0.5, f"a read waited {slowest:.2f} s while 24 guesses took {attack:.2f} s"
 
 
+async def test_password_guesses_do_not_hold_up_a_signed_in_approver(tmp_path: Path) -> None:
+    """Every page and decision checks the approver's credentials again, and those checks queued behind anyone's
+    guesses: with 60 guessers each of an approver's requests took 6 s. Credentials that passed are remembered."""
+    with serving_prod(tmp_path, iterations=600_000) as (server, _, _):
+        pending = server.url.removesuffix("/mcp") + "/approvals"
+        guesses = urllib.request.Request(pending, headers={"Authorization": basic("alice", "guess")})
+        approver = urllib.request.Request(pending, headers={"Authorization": basic("alice")})
+        assert http_status(approver, timeout=60) == 200  # signs in
+        finished: list[int] = []
+
+        async def guessing() -> None:
+            for _ in range(3):
+                finished.append(await anyio.to_thread.run_sync(http_status, guesses, 60))
+
+        async with anyio.create_task_group() as group:
+            started = time.perf_counter()
+            for _ in range(8):
+                group.start_soon(guessing)
+            await anyio.sleep(0.2)  # the guesses are queued
+            began = time.perf_counter()
+            status = await anyio.to_thread.run_sync(http_status, approver, 60)
+            waited = time.perf_counter() - began
+        attack = time.perf_counter() - started
+    assert status == 200
+    assert finished == [401] * 24
+    assert waited < attack / 4, f"the signed-in approver waited {waited:.2f} s while 24 guesses took {attack:.2f} s"
+
+
+async def test_a_name_that_is_no_approvers_takes_a_password_check_too(tmp_path: Path) -> None:
+    """A wrong password for an approver's name took a PBKDF2 check (0.18 s), one for any other name none (0.001 s):
+    the time of the answer told which names are approvers'."""
+    with serving_prod(tmp_path, iterations=600_000) as (server, _, _):
+        pending = server.url.removesuffix("/mcp") + "/approvals"
+
+        def answer_time(name: str) -> float:
+            request = urllib.request.Request(pending, headers={"Authorization": basic(name, "guess")})
+            began = time.perf_counter()
+            assert http_status(request, timeout=60) == 401
+            return time.perf_counter() - began
+
+        approvers = sorted(answer_time("alice") for _ in range(3))
+        others = sorted(answer_time("mallory") for _ in range(3))
+    assert others[1] > approvers[1] / 3, f"an approver's name: {approvers[1]:.3f} s, another: {others[1]:.3f} s"
+
+
 async def test_the_client_name_on_the_page_hides_and_reorders_nothing(tmp_path: Path) -> None:
     """The client names itself (clientInfo). With a right-to-left override in its name, the page's "Requested by"
     (and the pending list) showed the rest of the line reversed, its session id included; a run of line breaks or
@@ -298,3 +347,34 @@ async def test_the_page_names_the_code_the_approval_covers(tmp_path: Path) -> No
         async with waiting_call(server.url, "legacy") as (responder, _results):
             shown = read_then_reject(responder.urls[0])
     assert "<dt>Runs the code of</dt><dd id=runs>invoices_note (triggers, views)</dd>" in shown
+
+
+async def test_a_retry_on_a_process_that_did_not_ask_leaves_the_approval_to_the_one_that_did(tmp_path: Path) -> None:
+    """Processes sharing the request-state keys and the audit log finish each other's 2026-07-28 rounds, but an
+    approval page's decisions stay in the process that asked. A retry reaching another one was recorded as the
+    client's `cancelled`, the approver's decision lost, and the retry on the right process then refused as "already
+    used" although nothing had run. Now the other process refuses it, and the approval stays as it was."""
+    config, database, audit = prod_config(tmp_path)
+    command = [sys.executable, "-m", "safedb", "serve", "--config", str(config), "--port", "0"]
+    command += ["--request-state-key", secrets.token_urlsafe(48)]
+    env = {"SAFEDB_DATA_DIR": str(tmp_path / "data")}
+    with serving_process(command, env=env) as asking, serving_process(command, env=env) as other:
+        call = {"query": QUERY, "target": "prod"}
+        async with Client(asking.url, mode="auto", elicitation_callback=UrlResponder()) as client:
+            asked = await client.session.call_tool("execute_query", call, allow_input_required=True)
+        assert isinstance(asked, InputRequiredResult)
+        assert asked.input_requests is not None
+        ((key, request),) = asked.input_requests.items()
+        assert isinstance(request.params, ElicitRequestURLParams)
+        assert await anyio.to_thread.run_sync(approve_by_post, request.params.url, "Removing voided invoice") == 200
+        retry = {"input_responses": {key: ElicitResult(action="accept")}, "request_state": asked.request_state}
+        results = []
+        for server in (other, asking):
+            async with Client(server.url, mode="auto", elicitation_callback=UrlResponder()) as client:
+                results.append(await client.session.call_tool("execute_query", call, **retry))
+    elsewhere, taken_up = (result.structured_content or {} for result in results)
+    assert elsewhere["status"] == "refused"
+    assert "another process asked it" in elsewhere["message"]
+    assert taken_up["status"] == "executed"
+    assert rows(database, "SELECT count(*) FROM invoices WHERE status = 'void'") == [(0,)]
+    assert [d for d, _ in audit_records(audit)] == ["requested", "refused", "accepted", "executed"]

@@ -17,12 +17,14 @@ from typing import Any
 import anyio
 from mcp.server.mcpserver import Context
 from mcp.shared.exceptions import MCPError
-from mcp_types import ElicitRequest, ElicitRequestURLParams, ElicitResult, InputRequiredResult
+from mcp.shared.message import ServerMessageMetadata
+from mcp_types import REQUEST_TIMEOUT, ElicitRequest, ElicitRequestURLParams, ElicitResult, InputRequiredResult
 
 from safedb.approval.binding import ApprovalTicket
 from safedb.approval.board import ApprovalBoard, BoardVerdict, WebApproval
 from safedb.approval.verification import Answer, SafetyVerification, approver_justification
 from safedb.db.backend import Impact
+from safedb.errors import ApprovalHeldElsewhere
 from safedb.server.elicitation import APPROVAL_KEY, Reply, progress_while_waiting, uses_input_required
 from safedb.sql.classification import Classification
 
@@ -83,14 +85,20 @@ class WebApprovalChannel:
     ) -> Reply:
         """Handshake era: send the link, and wait for the approver's decision once the client consents."""
         await asking(approval.id)
+        params = ElicitRequestURLParams(
+            message=_message(approval), url=self._link(ctx, approval), elicitation_id=approval.id
+        )
         try:
-            consent = await ctx.session.elicit_url(
-                message=_message(approval),
-                url=self._link(ctx, approval),
-                elicitation_id=approval.id,
-                related_request_id=ctx.request_id,
+            # The client's consent, too, must come while the approval holds: unanswered, it is a timeout.
+            consent = await ctx.session.send_request(
+                ElicitRequest(params=params),
+                ElicitResult,
+                request_read_timeout_seconds=max(approval.expires - time.time(), 0),
+                metadata=ServerMessageMetadata(related_request_id=ctx.request_id),
             )
         except MCPError as exc:
+            if exc.code == REQUEST_TIMEOUT:
+                return Reply(Answer.TIMEOUT, None, approval.id)
             logger.info("URL elicitation failed on the client side, treated as cancelled: %s", exc)
             return Reply(Answer.CANCEL, None, approval.id)
         if consent.action != "accept":
@@ -99,6 +107,8 @@ class WebApprovalChannel:
             async with progress_while_waiting(ctx, self._keepalive, "Waiting for an approver"):
                 await approval.decided.wait()
         await ctx.session.send_elicit_complete(approval.id, related_request_id=ctx.request_id)
+        if approval.expired:  # a consent that came late: an approval given in time expires with its question
+            return Reply(Answer.TIMEOUT, None, approval.id)
         return _reply(approval)
 
     async def _ask_input_required(
@@ -114,11 +124,13 @@ class WebApprovalChannel:
             approval = self.board.get(ticket.id)
             if ticket.expired:  # an approval given in time expires with its question all the same
                 return Reply(Answer.TIMEOUT, None, ticket.id)
-            if response.action != "accept" or approval is None:
+            if response.action != "accept":
                 if approval is not None:
                     self.board.withdraw(approval)
                 answer = Answer.DECLINE if response.action == "decline" else Answer.CANCEL
                 return Reply(answer, None, ticket.id)
+            if approval is None:  # the client accepted, but the approver's decision is another process's to give
+                raise ApprovalHeldElsewhere
             with anyio.move_on_after(min(RETRY_WAIT, max(approval.expires - time.time(), 0))):
                 await approval.decided.wait()
             if approval.verdict is BoardVerdict.PENDING and not approval.expired:

@@ -8,6 +8,7 @@ import binascii
 import hashlib
 import hmac
 import secrets
+import time
 from collections.abc import Sequence
 from urllib.parse import urlsplit
 
@@ -26,26 +27,39 @@ class ApproverCheck:
 
     A password check is PBKDF2 (600,000 rounds by default: a tenth of a second or more of CPU). It runs in a
     worker thread, never on the event loop that serves every MCP call, and at most `_CHECKS_AT_ONCE` run at
-    once: a flood of guesses queues here and holds up nothing else.
+    once, so a flood of guesses queues here. An approver's browser sends the credentials again with every page
+    and decision: once they passed, they are remembered for `_REMEMBERED_FOR` seconds (as a keyed digest), so a
+    signed-in approver does not queue behind the guesses. A name that is no approver's costs a check too, so
+    that the time of an answer does not tell which names are approvers'.
     """
 
     _CHECKS_AT_ONCE = 2
+    _REMEMBERED_FOR = 600.0
 
     def __init__(self, approvers: Sequence[Approver]) -> None:
         self._approvers = tuple(approvers)
         self._limiter = anyio.CapacityLimiter(self._CHECKS_AT_ONCE)
+        self._key = secrets.token_bytes(32)
+        self._remembered: dict[bytes, tuple[str, float]] = {}
 
     async def __call__(self, request: Request) -> str | None:
         credentials = _basic_credentials(request)
-        if credentials is None:
+        if credentials is None or not self._approvers:
             return None
         name, password = credentials
-        for approver in self._approvers:
-            if same_text(approver.name, name) and await anyio.to_thread.run_sync(
-                verify_password, approver.password_hash, password, limiter=self._limiter
-            ):
-                return approver.name
-        return None
+        digest = hmac.new(self._key, f"{name}\0{password}".encode("utf-8", "surrogatepass"), hashlib.sha256).digest()
+        remembered = self._remembered.get(digest)
+        if remembered is not None and remembered[1] > time.monotonic():
+            return remembered[0]
+        approver = next((approver for approver in self._approvers if same_text(approver.name, name)), None)
+        stored = (approver or self._approvers[0]).password_hash
+        valid = await anyio.to_thread.run_sync(verify_password, stored, password, limiter=self._limiter)
+        if approver is None or not valid:
+            return None
+        now = time.monotonic()
+        self._remembered = {key: value for key, value in self._remembered.items() if value[1] > now}
+        self._remembered[digest] = (approver.name, now + self._REMEMBERED_FOR)
+        return approver.name
 
 
 def _basic_credentials(request: Request) -> tuple[str, str] | None:
