@@ -25,6 +25,13 @@ def nested_with(levels: int, hint: str = "") -> str:
     return f"WITH {', '.join(queries)} SELECT count(*) FROM a{levels}"
 
 
+def view_of_nested_with(name: str, base: str, levels: int) -> str:
+    """A view whose WITH queries each name the one before three times, the first reading `base`."""
+    arms = lambda query: " UNION ALL ".join([f"SELECT x FROM {query}"] * 3)  # noqa: E731
+    queries = [f"q0 AS (SELECT x FROM {base})"] + [f"q{n} AS ({arms(f'q{n - 1}')})" for n in range(1, levels + 1)]
+    return f"CREATE VIEW {name} AS WITH {', '.join(queries)} SELECT x FROM q{levels}"
+
+
 @pytest.fixture
 async def database(database_file: Path):
     connection = sqlite3.connect(database_file)
@@ -33,6 +40,8 @@ async def database(database_file: Path):
     connection.execute("CREATE VIEW v0 AS SELECT 1 AS x")
     for level in range(1, 8):
         connection.execute(f"CREATE VIEW v{level} AS SELECT 1 AS x FROM v{level - 1} p, v{level - 1} q, v{level - 1} r")
+    connection.execute(view_of_nested_with("w0", "(SELECT 1 AS x)", 5))
+    connection.execute(view_of_nested_with("w1", "w0", 3))
     connection.commit()
     connection.close()
     database = SqliteDatabase(database_file, QueryLimits(statement_timeout=2))
@@ -54,6 +63,21 @@ async def test_views_named_many_times_over_are_refused_too(database: SqliteDatab
         await database.classify("SELECT count(*) FROM v7")
     with pytest.raises(InvalidStatement, match="so many times over"):
         await database.classify("WITH w AS (SELECT * FROM v5, v5 AS b) SELECT * FROM w, w AS c")
+
+
+async def test_views_of_with_queries_named_many_times_over_are_refused_too(database: SqliteDatabase) -> None:
+    """A view counted by its text alone, not by the copies of its own WITH queries: `SELECT * FROM w2` (w2 made
+    like w1, over it) compiled for 6 s, and `describe_table` of it filled SQLite's memory limit."""
+    with pytest.raises(InvalidStatement, match="so many times over"):
+        await database.classify("SELECT * FROM w1")
+    with pytest.raises(InvalidStatement, match="so many times over"):
+        await database.classify(view_of_nested_with("w2", "w1", 3))
+    with pytest.raises(InvalidStatement, match="cannot describe the view 'w1'"):
+        await database.describe_table("w1")
+    assert (await database.classify("SELECT * FROM w0")).read_only
+    description = await database.describe_table("w0")
+    assert description is not None
+    assert [column.name for column in description.columns] == ["x"]
 
 
 async def test_ordinary_with_queries_and_views_are_classified_as_before(database: SqliteDatabase) -> None:

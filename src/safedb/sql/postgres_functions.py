@@ -52,11 +52,15 @@ SIDE_EFFECT_FUNCTIONS = frozenset(
         # isn's: labelled immutable, it switches the session to accepting invalid check digits, a setting that
         # neither a rollback nor DISCARD ALL resets (later calls on that pooled session would store such values).
         "isn_weak",
+        # Foreign-data wrappers' validators, called with any options (postgres_fdw's connects to check them).
+        "postgresql_fdw_validator", "postgres_fdw_validator", "file_fdw_validator",
     }
 )  # fmt: skip
+# fmgr_: the languages' validators, labelled stable: validating an SQL function parses its body, which runs the
+# checks of the domains its literals are cast to (any code), and the C one loads the function's library.
 SIDE_EFFECT_PREFIXES = (
     "lo_", "dblink", "pg_advisory", "pg_try_advisory", "pg_stat_reset", "pg_replication_origin",
-    "pg_logical_slot_", "binary_upgrade_",
+    "pg_logical_slot_", "binary_upgrade_", "fmgr_",
 )  # fmt: skip
 
 SEQUENCE_FUNCTIONS = frozenset({"nextval", "setval"})
@@ -97,7 +101,7 @@ _SAFE_VOLATILITY = frozenset({"i", "s"})
 _LABELS = {"i": "immutable", "s": "stable", "v": "volatile"}
 
 
-@dataclass(frozen=True, order=True)
+@dataclass(frozen=True)
 class FunctionRef:
     """A function the statement calls: `name(...)`, `schema.name(...)`, or attribute notation `(x).name`."""
 
@@ -151,6 +155,11 @@ class CatalogFunction:
 
 def is_side_effecting(name: str) -> bool:
     return name in SIDE_EFFECT_FUNCTIONS or name.startswith(SIDE_EFFECT_PREFIXES)
+
+
+def _ref_order(ref: FunctionRef) -> tuple[str, str, bool, str, bool]:
+    """The order of calls judged (and so of the changes found), where a schema or a literal argument may be None."""
+    return ref.name, ref.schema or "", ref.attribute, ref.argument or "", ref.grammar
 
 
 def check_file_access(name: str) -> None:
@@ -237,7 +246,7 @@ def function_changes(refs: Iterable[FunctionRef], catalog: Iterable[CatalogFunct
     """
     rows = list(catalog)
     changes: list[Change] = []
-    for ref in sorted(set(refs)):
+    for ref in sorted(set(refs), key=_ref_order):
         candidates = _candidates(ref, rows)
         if (ref.attribute or ref.grammar) and not candidates:
             continue  # a plain column reference, or SQL/JSON syntax

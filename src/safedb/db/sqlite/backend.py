@@ -30,7 +30,7 @@ from safedb.db.backend import (
 from safedb.db.results import fetch_capped
 from safedb.db.sqlite import connections
 from safedb.db.sqlite.connections import Authorizer, GuardedConnection, quote_identifier
-from safedb.db.sqlite.expansion import statement_nesting, subquery_depth, tables_joined
+from safedb.db.sqlite.expansion import COPY_LIMIT, copied_tokens, statement_nesting, subquery_depth, tables_joined
 from safedb.db.sqlite.impact import may_replace, measure_impact, rows_changed
 from safedb.db.sqlite.inspector import (
     SchemaFacts,
@@ -428,6 +428,14 @@ class SqliteDatabase:
                 if name not in catalog:
                     return None
                 _, kind, sql = catalog[name]
+                if kind == "view":  # its columns come from compiling it, which no time limit stops
+                    views = self._schema_at(connection, schema_version(connection)).views
+                    if copied_tokens(f"SELECT * FROM {quote_identifier(name)}", views) > COPY_LIMIT:
+                        raise InvalidStatement(
+                            f"SQLite cannot describe the view {name!r}: it names its WITH queries or views so many "
+                            f"times over, nested, that SQLite would copy more than {COPY_LIMIT:,} tokens of them "
+                            "while compiling it, which can take minutes. Its definition is in sqlite_schema."
+                        )
                 columns = tuple(
                     ColumnInfo(name=col, type=col_type, nullable=not notnull, default=default, primary_key=pk > 0)
                     for _, col, col_type, notnull, default, pk in connection.execute(

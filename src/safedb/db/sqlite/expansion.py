@@ -14,8 +14,8 @@ it, wherever it stands.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass
+from collections.abc import Container, Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
 
 from safedb.db.sqlite.tokens import MARK, WORD, Token, is_keyword, is_mark, sql_tokens
 
@@ -31,6 +31,9 @@ class Definition:
 
     size: int
     names: tuple[str, ...]
+    queries: Mapping[str, tuple[Definition, ...]] = field(default_factory=dict)
+    """A view's own WITH queries, under names no statement can write (`_OWN`): SQLite copies them again wherever
+    the view is named."""
 
 
 @dataclass(frozen=True)
@@ -41,10 +44,24 @@ class _Query:
     closes_at: int
 
 
+# Joins a mark of a view (its text's hash) and the name of one of its WITH queries into a name no SQL text holds.
+_OWN = "\0"
+
+
+class _AnyName:
+    """Every name: when a view is read, which other views there are is not known yet."""
+
+    def __contains__(self, name: object) -> bool:
+        return True
+
+
 def view_definition(sql: str) -> Definition:
-    """A view, from its `CREATE VIEW` text. The view's own name counts once, as a recursive WITH query's does."""
+    """A view, from its `CREATE VIEW` text, with its own WITH queries (a view of nested WITH queries, each naming
+    the one before three times, is a bomb of its own under a short name). The view's own name counts once, as a
+    recursive WITH query's does."""
     tokens = list(sql_tokens(sql))
-    return Definition(len(tokens), tuple(text for text, kind in tokens if kind != MARK))
+    names, queries = _parts(tokens, _AnyName(), f"{hash(sql):x}{_OWN}")
+    return Definition(len(tokens), tuple(names), queries)
 
 
 def copied_tokens(sql: str, views: Mapping[str, Definition]) -> int:
@@ -52,21 +69,39 @@ def copied_tokens(sql: str, views: Mapping[str, Definition]) -> int:
     lower-cased name; any count past `COPY_LIMIT` is reported as `COPY_LIMIT + 1`."""
     if not views and _WITH.search(sql) is None:
         return 0
-    tokens = list(sql_tokens(sql))
-    queries = _with_queries(tokens)
     known: dict[str, list[Definition]] = {name: [definition] for name, definition in views.items()}
+    for definition in views.values():
+        for name, definitions in definition.queries.items():
+            known.setdefault(name, []).extend(definitions)
+    names, queries = _parts(list(sql_tokens(sql)), views, "")
+    for name, definitions in queries.items():
+        known.setdefault(name, []).extend(definitions)
+    return _Expansion(known).total(names)
+
+
+def _parts(
+    tokens: list[Token], views: Container[str], prefix: str
+) -> tuple[list[str], dict[str, tuple[Definition, ...]]]:
+    """The names a text refers to at its top level, and its WITH queries (named `prefix` + their name), each with
+    its size and the names its body refers to: other WITH queries of the text, and `views`."""
+    queries = _with_queries(tokens)
     names_in: dict[_Query | None, list[str]] = {query: [] for query in queries}
     names_in[None] = []
     query_names = {query.name for query in queries}
     naming = {query.name_at for query in queries}
     for index, owner in _innermost_queries(tokens, queries):
         text, kind = tokens[index]
-        if kind != MARK and index not in naming and (text in query_names or text in views):
+        if kind == MARK or index in naming:
+            continue
+        if text in query_names:
+            names_in[owner].append(prefix + text)
+        if text in views and (prefix or text not in query_names):
             names_in[owner].append(text)
+    definitions: dict[str, tuple[Definition, ...]] = {}
     for query in queries:
         definition = Definition(max(query.closes_at - query.opens_at - 1, 1), tuple(names_in[query]))
-        known.setdefault(query.name, []).append(definition)
-    return _Expansion(known).total(names_in[None])
+        definitions[prefix + query.name] = (*definitions.get(prefix + query.name, ()), definition)
+    return names_in[None], definitions
 
 
 class _Expansion:
