@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import sqlite3
@@ -9,10 +10,11 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from safedb.audit import AuditDecision, AuditEvent, AuditRecord, SqliteAuditStore
+from safedb.audit import UNASKED_JUSTIFICATION, AuditDecision, AuditEvent, AuditRecord, SqliteAuditStore
 
 if TYPE_CHECKING:
     from tests.audit.stores import AuditLog, LogConnection
@@ -43,11 +45,30 @@ def event(decision: AuditDecision, index: int = 0, target: str = "demo") -> Audi
     )
 
 
+def accepted_unasked(index: int = 0) -> AuditEvent:
+    """The `accepted` of a change the target's policy runs without asking: no `requested` record comes before it."""
+    return replace(event(AuditDecision.ACCEPTED, index), justification=UNASKED_JUSTIFICATION, environment=None)
+
+
+CALLS = (
+    (AuditDecision.REQUESTED, AuditDecision.ACCEPTED, AuditDecision.EXECUTED),
+    (AuditDecision.BLOCKED,),
+    (AuditDecision.REFUSED,),
+    (AuditDecision.REQUESTED, AuditDecision.DECLINED),
+    (AuditDecision.REQUESTED, AuditDecision.CANCELLED),
+    (AuditDecision.REQUESTED, AuditDecision.NOT_CONFIRMED),
+    (AuditDecision.REQUESTED, AuditDecision.TIMED_OUT),
+    (AuditDecision.REQUESTED, AuditDecision.ACCEPTED, AuditDecision.FAILED),
+)
+"""The records of tool calls of every kind, as SafeDB writes them: each answer after its question."""
+
+
 def fill(log: Path | AuditLog, count: int) -> list[AuditRecord]:
-    """An audit log (an SQLite file, or either store) with `count` records, decisions taken in turn."""
-    decisions = list(AuditDecision)
+    """An audit log (an SQLite file, or either store) with `count` records: the calls of `CALLS` in turn, call
+    N's records with request id `req-N` (the last call cut short when `count` ends within it)."""
+    calls = (event(decision, number) for number in itertools.count() for decision in CALLS[number % len(CALLS)])
     with SqliteAuditStore.open(log) if isinstance(log, Path) else log.open() as store:
-        return [store.append(event(decisions[i % len(decisions)], i)) for i in range(count)]
+        return [store.append(call) for call in itertools.islice(calls, count)]
 
 
 @contextmanager

@@ -40,6 +40,8 @@ class LogConnection(Protocol):
 
     def rollback(self) -> None: ...
 
+    def commit(self) -> None: ...
+
 
 class AuditLog(Protocol):
     kind: str
@@ -100,6 +102,9 @@ class _PostgresConnection:
 
     def rollback(self) -> None:
         self.connection.rollback()
+
+    def commit(self) -> None:
+        self.connection.commit()
 
 
 @dataclass

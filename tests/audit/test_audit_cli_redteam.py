@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -14,7 +15,7 @@ from mcp.client.client import Client
 from mcp_types import Implementation
 
 from safedb.audit.chain import chain_hash
-from tests.audit.helpers import fill, run_audit, tampering
+from tests.audit.helpers import TRIGGERS, fill, run_audit, tampering
 from tests.helpers import Responder, in_process_server, rows
 
 pytestmark = pytest.mark.anyio
@@ -148,3 +149,90 @@ def test_export_never_writes_over_the_log_itself(audit_path: Path, suffix: str) 
     verified = run_audit("verify", "--audit-db", str(audit_path))
     assert verified.returncode == 0, verified.stdout + verified.stderr
     assert verified.stdout == f"Audit log intact: 3 records; last record 3, hash {records[-1].hash}.\n"
+
+
+NOT_UTF8 = os.fsdecode(b"req\xff")
+"""An argument a shell passes as bytes that are not UTF-8; Python holds the \\xff as the lone surrogate U+DCFF."""
+
+
+@pytest.mark.parametrize("option", ["--request", "--target"])
+@pytest.mark.parametrize("command", ["list", "export"])
+def test_a_filter_that_is_not_utf8_is_an_invalid_option(audit_path: Path, command: str, option: str) -> None:
+    """The argument went to sqlite3 as a parameter, which cannot encode it: a UnicodeEncodeError traceback, exit 1."""
+    fill(audit_path, 2)
+    result = run_audit(command, "--audit-db", str(audit_path), option, NOT_UTF8)
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert f"Error: Invalid value for '{option}': 'req\\udcff' is not UTF-8 text" in result.stderr.splitlines()
+    assert "Traceback" not in result.stderr
+    assert result.stdout == ""
+
+
+@pytest.mark.parametrize("given", ["option", "environment"])
+def test_a_postgres_url_that_is_not_utf8_is_an_invalid_option(tmp_path: Path, given: str) -> None:
+    """libpq takes a URL as UTF-8 bytes: psycopg's encoding of it ended in a UnicodeEncodeError traceback."""
+    url = f"postgresql://{NOT_UTF8}@127.0.0.1:1/app"
+    arguments, env = (["--audit-db", url], None) if given == "option" else ([], {"SAFEDB_AUDIT_DB": url})
+    result = run_audit("verify", *arguments, env=env)
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert "Error: Invalid value for '--audit-db': the postgresql:// URL is not UTF-8 text" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_a_log_file_whose_path_is_not_utf8_is_found(audit_path: Path, tmp_path: Path) -> None:
+    """A file path is bytes to the file system: only a URL must be UTF-8."""
+    records = fill(audit_path, 2)
+    log = audit_path.rename(tmp_path / NOT_UTF8)
+    result = run_audit("verify", "--audit-db", str(log))
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert result.stdout == f"Audit log intact: 2 records; last record 2, hash {records[-1].hash}.\n"
+
+
+def _rebuilt_without_constraints(path: Path) -> sqlite3.Connection:
+    """The log's table rebuilt with the same columns but no INTEGER PRIMARY KEY, so that `seq` takes any value."""
+    db = sqlite3.connect(path, isolation_level=None)
+    for trigger in TRIGGERS:
+        db.execute(f"DROP TRIGGER IF EXISTS {trigger}")
+    db.execute("ALTER TABLE audit_log RENAME TO old_log")
+    db.execute("CREATE TABLE audit_log AS SELECT * FROM old_log")
+    db.execute("DROP TABLE old_log")
+    return db
+
+
+@pytest.mark.parametrize(
+    ("seq", "expected"),
+    [
+        # NULL sorts before every number; text after them, past the record the head anchor names.
+        ("NULL", "a record was inserted before record 1: its sequence number is NULL, not a whole number."),
+        (
+            "'abc'",
+            "a record was inserted after record 3, where the head anchor says the log ends: its sequence number is "
+            "'abc', not a whole number.",
+        ),
+    ],
+)
+def test_a_record_with_no_whole_sequence_number_is_named(audit_path: Path, seq: str, expected: str) -> None:
+    """`int(seq)` of the row ended verify in a TypeError or ValueError traceback (exit 1 only by accident)."""
+    fill(audit_path, 3)
+    db = _rebuilt_without_constraints(audit_path)
+    try:
+        db.execute(
+            f"INSERT INTO audit_log SELECT {seq}, time, 'accepted', request_id, target, caller, sql, classification, "
+            "changes, justification, environment, rows_affected, error, hash, 'x' FROM audit_log WHERE seq = 3"
+        )
+    finally:
+        db.close()
+    result = run_audit("verify", "--audit-db", str(audit_path))
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert result.stdout == f"Audit log NOT intact: {expected}\n"
+    assert result.stderr == ""
+
+
+def test_changes_nested_deeper_than_json_reads_are_an_edit(audit_path: Path) -> None:
+    """Reading the JSON of `changes`, or writing it again to hash it, ended in a RecursionError traceback."""
+    fill(audit_path, 4)
+    with tampering(audit_path) as db:
+        db.execute("UPDATE audit_log SET changes = ? WHERE seq = 3", ("[" * 100_000 + "]" * 100_000,))
+    result = run_audit("verify", "--audit-db", str(audit_path))
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert result.stdout == "Audit log NOT intact: record 3 was edited: its contents do not match its hash.\n"
+    assert "Traceback" not in result.stderr

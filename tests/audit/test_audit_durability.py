@@ -205,11 +205,11 @@ _APPEND_THEN_DIE = """
 import asyncio, os, sys
 from pathlib import Path
 from safedb.audit import AuditDecision, SqliteAuditStore
-from tests.audit.helpers import event
+from tests.audit.helpers import accepted_unasked, event
 
 async def main():
     store = SqliteAuditStore.open(Path(sys.argv[1]))
-    await store.record(event(AuditDecision.ACCEPTED, 1))
+    await store.record(accepted_unasked(1))
     await store.record(event(AuditDecision.EXECUTED, 1))
     os._exit(0)  # no close, no background sync: as if the server were killed
 

@@ -14,6 +14,7 @@ from safedb.audit import (
     AuditEvent,
     AuditQuery,
     SqliteAuditStore,
+    Tampering,
     decision_for_verdict,
     verify,
 )
@@ -41,7 +42,10 @@ async def test_every_decision_is_recorded_and_listed(audit_log: AuditLog) -> Non
             assert only.classification == "data change (delete)"
             assert only.changes == ("delete table invoices",)
             assert only.time.endswith("Z")
-        assert verify(store).intact
+        # Every record chains; but SafeDB never writes record 2, an `accepted` for a request never asked.
+        report = verify(store)
+        assert report.finding is not None
+        assert (report.finding.kind, report.finding.seq, report.checked) == (Tampering.UNASKED_ANSWER, 2, 1)
 
 
 async def test_outcome_fields_are_kept(audit_log: AuditLog) -> None:

@@ -29,7 +29,7 @@ from safedb.audit.open import DEFAULT_SCHEMA, split_audit_url
 from safedb.audit.postgres_schema import lock_key
 from safedb.audit.records import format_time
 from safedb.errors import DatabaseOpenError
-from tests.audit.helpers import event, fill
+from tests.audit.helpers import accepted_unasked, event, fill
 from tests.audit.stores import PG_TRIGGERS, PostgresLog, new_schema
 from tests.postgres_server import READER, SUPERUSER, WRITER, PostgresServer, free_port
 
@@ -115,7 +115,7 @@ def test_a_rolled_back_data_change_keeps_its_record(postgres_cluster: PostgresSe
     async def scenario() -> None:
         with psycopg.connect(log.url, connect_timeout=10) as data, log.open() as store:
             data.execute(sql.SQL("DELETE FROM {}").format(sql.Identifier(table)))
-            accepted = await store.record(event(AuditDecision.ACCEPTED, 1))
+            accepted = await store.record(accepted_unasked(1))
             failed = await store.record(event(AuditDecision.FAILED, 1))
             assert (accepted.seq, failed.seq) == (1, 2)
             data.rollback()
@@ -327,3 +327,24 @@ async def test_answers_are_recorded_once_under_concurrent_tasks(postgres_log: Po
     (answer,) = (result for result in results if result is not None)
     assert records == [records[0], answer]
     assert records[0].decision is AuditDecision.REQUESTED
+
+
+def test_a_record_with_no_sequence_number_is_named(postgres_log: PostgresLog) -> None:
+    """The superuser drops the primary key and adds a row with a NULL `seq`, which PostgreSQL sorts last: verify
+    ended in a TypeError traceback at `int(seq)`."""
+    fill(postgres_log, 3)
+    with postgres_log.tampering() as db:
+        db.execute("ALTER TABLE audit_log DROP CONSTRAINT audit_log_pkey")
+        db.execute("ALTER TABLE audit_log ALTER COLUMN seq DROP NOT NULL")
+        db.execute(
+            "INSERT INTO audit_log SELECT NULL, time, 'accepted', request_id, target, caller, sql, classification, "
+            "changes, justification, environment, rows_affected, error, hash, 'x' FROM audit_log WHERE seq = 3"
+        )
+    with postgres_log.open(readonly=True) as store:
+        report = verify(store)
+    assert report.finding is not None
+    assert (report.finding.kind, report.checked) == (Tampering.INSERTED, 3)
+    assert report.summary() == (
+        "Audit log NOT intact: a record was inserted after record 3, where the head anchor says the log ends: its "
+        "sequence number is NULL, not a whole number."
+    )

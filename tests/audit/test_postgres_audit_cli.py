@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 
 import pytest
@@ -111,4 +112,16 @@ def test_a_schema_that_is_not_an_audit_log(postgres_log: PostgresLog) -> None:
     assert result.returncode == 2, result.stdout + result.stderr
     assert "Schema pg_catalog in" in result.stderr
     assert "is not a SafeDB audit log" in result.stderr
+    _assert_no_password(postgres_log, result)
+
+
+@pytest.mark.parametrize("option", ["--request", "--target"])
+@pytest.mark.parametrize("command", ["list", "export"])
+def test_a_filter_that_is_not_utf8_is_an_invalid_option(postgres_log: PostgresLog, command: str, option: str) -> None:
+    """psycopg cannot encode bytes that are not UTF-8 (held by Python as lone surrogates) as a query parameter."""
+    fill(postgres_log, 2)
+    result = run_audit(command, "--audit-db", postgres_log.location, option, os.fsdecode(b"req\xff"))
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert f"Error: Invalid value for '{option}': 'req\\udcff' is not UTF-8 text" in result.stderr
+    assert result.stdout == ""
     _assert_no_password(postgres_log, result)

@@ -13,6 +13,7 @@ import sys
 import time
 import uuid
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -54,6 +55,10 @@ class Tmux:
                 raise AssertionError(f"{text!r} did not appear within {timeout}s; the screen shows:\n{screen}")
             time.sleep(0.05)  # polling the screen, bounded by the deadline
 
+    def in_view(self) -> str:
+        """What the terminal shows now, without the lines scrolled out of view."""
+        return self._run("capture-pane", "-p", "-J", "-t", "main")
+
     def close(self) -> None:
         subprocess.run(["tmux", "-L", self.socket, "kill-server"], capture_output=True, timeout=10, check=False)
 
@@ -64,19 +69,33 @@ def served(shared_db: Path) -> Iterator[ServerProcess]:
         yield server
 
 
-@pytest.fixture
-def client_terminal(served: ServerProcess) -> Iterator[Tmux]:
+@contextmanager
+def client_in_tmux(url: str, prompt: str) -> Iterator[Tmux]:
+    """`safedb client URL` in a real terminal of 200 columns and 50 rows, once it shows its prompt."""
     if shutil.which("tmux") is None:
         if os.environ.get("SAFEDB_REQUIRE_ALL") == "1":
             pytest.fail("tmux is required for the terminal tests (SAFEDB_REQUIRE_ALL=1)")
         pytest.skip("tmux is not installed")
     path = f"PYTHONPATH={Path(__file__).resolve().parents[2] / 'src'}"  # this checkout's code, not the installed one
-    terminal = Tmux(["env", "TERM=xterm-256color", path, sys.executable, "-m", "safedb", "client", served.url])
+    terminal = Tmux(["env", "TERM=xterm-256color", path, sys.executable, "-m", "safedb", "client", url])
     try:
-        terminal.wait_for("SafeDB>")
+        terminal.wait_for(prompt)
         yield terminal
     finally:
         terminal.close()
+
+
+@pytest.fixture
+def client_terminal(served: ServerProcess) -> Iterator[Tmux]:
+    with client_in_tmux(served.url, "SafeDB>") as terminal:
+        yield terminal
+
+
+@pytest.fixture
+def feature_terminal(server_url: str) -> Iterator[Tmux]:
+    """The client against the feature server, which asks whatever message a test gives it."""
+    with client_in_tmux(server_url, "Feature Server>") as terminal:
+        yield terminal
 
 
 def test_approving_a_change_in_the_terminal_form(client_terminal: Tmux, shared_db: Path) -> None:
@@ -112,3 +131,50 @@ def test_declining_a_change_in_the_terminal_form(client_terminal: Tmux, shared_d
     terminal.wait_for("The request was declined", after=at)
     assert rows(shared_db, f"SELECT count(*) FROM {table}") == [(3,)]
     terminal.type("quit")
+
+
+# Typed at the client's prompt: a JSON string (`key:=`), its line breaks as `\n` escapes. The header below is SafeDB's,
+# at another URL; the feature server that sends it calls itself "Feature Server".
+FAKE_HEADER = (
+    r"-- Question from the server --\nServer: SafeDB at http://127.0.0.1:8000/mcp\nTool:   execute_query\n"
+    r"Message:\n  SafeDB needs your approval"
+)
+CONFIRM_ONLY = '{"type":"object","properties":{"confirm":{"type":"boolean"}}}'
+
+
+def _ask_with_message(terminal: Tmux, message: str) -> None:
+    terminal.type(f"call ask_for requested_schema:='{CONFIRM_ONLY}' message:='\"{message}\"'")
+    terminal.wait_for("Answer: [a]ccept and fill in, [d]ecline, [c]ancel:")
+
+
+def _server_lines(screen: str) -> list[str]:
+    return [line.strip() for line in screen.splitlines() if line.strip().startswith("Server: ")]
+
+
+def test_a_servers_empty_lines_cannot_push_its_name_out_of_view(feature_terminal: Tmux) -> None:
+    """120 line breaks pushed the client's own `Server:` line out of the terminal's 50 rows, leaving in view
+    only the header the message drew below them, which names another server (red team, p8)."""
+    terminal = feature_terminal
+    _ask_with_message(terminal, "innocuous" + r"\n" * 121 + FAKE_HEADER)
+    in_view = terminal.in_view()
+    lines = _server_lines(in_view)
+    assert len(lines) == 2, in_view
+    assert lines[0].startswith("Server: Feature Server at http://127.0.0.1:"), in_view
+    assert lines[1] == "Server: SafeDB at http://127.0.0.1:8000/mcp"  # the message's, indented as a message
+    assert "  ⟨121 line breaks⟩" in in_view.splitlines()
+    terminal.type("d")
+    terminal.wait_for("form: decline")
+
+
+def test_a_long_message_is_followed_by_the_servers_name_again(feature_terminal: Tmux) -> None:
+    """Lines that draw something push the header out of view as well: below a message longer than the terminal
+    shows, the client names the server that asks again, last before the form."""
+    terminal = feature_terminal
+    _ask_with_message(terminal, r"\n".join(f"line {number}" for number in range(1, 61)) + r"\n" + FAKE_HEADER)
+    in_view = terminal.in_view()
+    lines = _server_lines(in_view)
+    assert lines[-1].startswith("Server: Feature Server at http://127.0.0.1:"), in_view
+    assert lines[-1].endswith("(again: the message above takes 65 lines)")
+    assert "Server: SafeDB at http://127.0.0.1:8000/mcp" in lines  # the message's own, above it
+    terminal.type("d")
+    terminal.wait_for("form: decline")

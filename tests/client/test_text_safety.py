@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import pytest
+from mcp_types import CallToolResult, TextContent
 
-from safedb.client.sanitize import clean_text
+from safedb.client.results import render_result
+from safedb.client.sanitize import clean_text, shown_text
 from safedb.client.urls import review_url
 
 
@@ -30,6 +32,33 @@ def test_escape_sequences_and_control_characters_are_removed(text: str, shown: s
 
 def test_single_line_cleaning_joins_lines() -> None:
     assert clean_text("a\nb", multiline=False) == "a b"
+
+
+@pytest.mark.parametrize(
+    ("text", "multiline", "shown"),
+    [
+        ("innocuous\n" + "\n" * 120 + "Server: SafeDB", True, "innocuous\n⟨121 line breaks⟩\nServer: SafeDB"),
+        ("two\n\n\nempty lines", True, "two\n\n\nempty lines"),
+        ("lines of\n  \n\u3000\n \n\nblanks", True, "lines of\n⟨5 line breaks⟩\nblanks"),
+        ("\n\n\n\nfirst", True, "\n⟨4 line breaks⟩\nfirst"),
+        ("eight" + " " * 8 + "blanks", True, "eight        blanks"),
+        ("pushed" + " " * 3000 + "right", True, "pushed⟨3,000 blanks⟩right"),
+        ("tabs\t\t\there", True, "tabs⟨12 blanks⟩here"),
+        ("wide" + "\u3000" * 20 + "\u00a0" * 5 + "\u2800" * 5 + "spaces", True, "wide⟨30 blanks⟩spaces"),
+        ("a name" + "\n" * 40 + "Server: SafeDB", False, "a name⟨40 blanks⟩Server: SafeDB"),
+        ("\x1b[2J" + "\n" * 9 + "cleaned first", True, "\n⟨9 line breaks⟩\ncleaned first"),
+    ],
+)
+def test_runs_of_blanks_and_empty_lines_are_named_with_their_count(text: str, multiline: bool, shown: str) -> None:
+    """As SafeDB's approval question names them in a statement: a server's text that draws as nothing could push
+    the client's `Server:` line out of view and draw another below it."""
+    assert shown_text(text, multiline=multiline) == shown
+
+
+def test_a_tool_results_empty_lines_are_named_and_its_spacing_kept() -> None:
+    code = "def f():\n            return 1"
+    result = CallToolResult(content=[TextContent(type="text", text=code + "\n" * 50 + "Server: SafeDB")])
+    assert render_result(result) == code + "\n⟨50 line breaks⟩\nServer: SafeDB"
 
 
 @pytest.mark.parametrize(

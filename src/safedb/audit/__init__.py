@@ -5,6 +5,7 @@ The log is an SQLite file (`SqliteAuditStore`) or a schema in PostgreSQL (`Postg
 `verify(store)` checks the chain; `safedb audit` (in `safedb.audit.commands`) lists, verifies and exports.
 """
 
+from safedb.audit.answers import UNASKED_JUSTIFICATION
 from safedb.audit.chain import GENESIS_HASH
 from safedb.audit.errors import AuditWriteFailed, QuestionNotRecorded, UnreadableRecord
 from safedb.audit.events import AuditDecision, AuditEvent, decision_for_verdict
@@ -12,11 +13,20 @@ from safedb.audit.export import record_line, write_jsonl
 from safedb.audit.open import is_postgres_url, open_audit_store
 from safedb.audit.records import AuditRecord, format_time, parse_time
 from safedb.audit.sqlite_store import SqliteAuditStore, default_audit_path
-from safedb.audit.store import AnswerCheck, AuditQuery, AuditStore, ChainEntry, ChainHead, ChainSnapshot
+from safedb.audit.store import (
+    AnswerCheck,
+    AuditQuery,
+    AuditStore,
+    ChainEntry,
+    ChainHead,
+    ChainSnapshot,
+    UnnumberedEntry,
+)
 from safedb.audit.verification import Finding, Tampering, VerificationReport, verify
 
 __all__ = [
     "GENESIS_HASH",
+    "UNASKED_JUSTIFICATION",
     "AnswerCheck",
     "AuditDecision",
     "AuditEvent",
@@ -31,6 +41,7 @@ __all__ = [
     "QuestionNotRecorded",
     "SqliteAuditStore",
     "Tampering",
+    "UnnumberedEntry",
     "UnreadableRecord",
     "VerificationReport",
     "decision_for_verdict",

@@ -53,6 +53,29 @@ def _time_option(_ctx: click.Context, _param: click.Parameter, value: str | None
         raise click.BadParameter(f"{value!r} is out of range: in UTC it falls outside the years 1 to 9999") from None
 
 
+def _text_option(_ctx: click.Context, _param: click.Parameter, value: str | None) -> str | None:
+    """A filter's text, refused when it is not UTF-8: a shell passes any bytes (Python holds the others as lone
+    surrogates), which neither SQLite nor PostgreSQL can be given, and no stored record holds."""
+    if value is not None and not _is_utf8(value):
+        raise click.BadParameter(f"{value!r} is not UTF-8 text")
+    return value
+
+
+def _audit_db_option(_ctx: click.Context, _param: click.Parameter, value: str | None) -> str | None:
+    """A postgresql:// URL must be UTF-8 text to reach libpq; a file path may be any bytes the file system takes."""
+    if value is not None and is_postgres_url(value) and not _is_utf8(value):
+        raise click.BadParameter("the postgresql:// URL is not UTF-8 text")
+    return value
+
+
+def _is_utf8(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def _log_options(command: Callable[..., Any]) -> Callable[..., Any]:
     """`--audit-db`, `--config` and `--data-dir`, found as `safedb serve` finds them, given to `command` as the
     log's `location`: a server given a data directory or a configuration file keeps its log there, and a
@@ -66,7 +89,7 @@ def _log_options(command: Callable[..., Any]) -> Callable[..., Any]:
 
     options = [
         click.option(
-            "--audit-db", metavar="PATH|URL", envvar="SAFEDB_AUDIT_DB", cls=VariableOption,
+            "--audit-db", metavar="PATH|URL", envvar="SAFEDB_AUDIT_DB", cls=VariableOption, callback=_audit_db_option,
             help="The audit log: an SQLite file, or a postgresql:// URL (the schema in ?audit_schema=, default "
             "safedb_audit). Default: the configuration file's server.audit_db, else audit.db in the data directory.",
         ),
@@ -97,7 +120,9 @@ def _location(audit_db: str | None, config: Path | None, data_dir: Path | None) 
 
 def _filter_options(command: F) -> F:
     options = [
-        click.option("--target", help="Only records about this database (as the server names it)."),
+        click.option(
+            "--target", callback=_text_option, help="Only records about this database (as the server names it)."
+        ),
         click.option(
             "--decision",
             "decisions",
@@ -105,7 +130,9 @@ def _filter_options(command: F) -> F:
             type=click.Choice([d.value for d in AuditDecision]),
             help="Only records with this decision (repeatable).",
         ),
-        click.option("--request", "request_id", help="Only the records of one tool call (its request id)."),
+        click.option(
+            "--request", "request_id", callback=_text_option, help="Only the records of one tool call (its request id)."
+        ),
         click.option(
             "--since",
             callback=_time_option,
@@ -227,7 +254,8 @@ def list_records(
 @audit_commands.command("verify")
 @_log_options
 def verify_log(location: str | Path) -> None:
-    """Check the hash chain; exit 1 naming the first edited, deleted or inserted record."""
+    """Check the hash chain; exit 1 naming the first edited, deleted or inserted record, or an answer to a question
+    the log does not hold."""
     with _opened(location) as store:
         report = verify(store)
     with _pipe_safe():

@@ -8,7 +8,7 @@ from typing import Any
 
 from safedb.audit.chain import CONTENT_FIELDS
 from safedb.audit.records import AuditRecord
-from safedb.audit.store import AuditQuery, ChainEntry
+from safedb.audit.store import AuditQuery, ChainEntry, UnnumberedEntry
 
 COLUMNS = (*CONTENT_FIELDS, "hash")
 """The columns of `audit_log`, in order: the hashed fields, then the hash."""
@@ -49,15 +49,18 @@ def record_from_row(row: tuple[Any, ...]) -> AuditRecord:
     return AuditRecord.from_content(dict(zip(CONTENT_FIELDS, row, strict=False)), row[-1])
 
 
-def entry_from_row(row: tuple[Any, ...]) -> ChainEntry:
-    """A stored row as it is, for verification: no shape checks, so any alteration shows in the hash."""
+def entry_from_row(row: tuple[Any, ...]) -> ChainEntry | UnnumberedEntry:
+    """A stored row as it is, for verification: no shape checks, so any alteration shows in the hash; only a
+    sequence number that is no whole number, which leaves nothing to check the chain by, is told apart."""
+    seq = row[0]
+    if not isinstance(seq, int) or isinstance(seq, bool):
+        return UnnumberedEntry(seq)
     content = dict(zip(CONTENT_FIELDS, row, strict=False))
     changes = content["changes"]
     if isinstance(changes, str):
-        with suppress(ValueError):
+        with suppress(ValueError, RecursionError):  # RecursionError: JSON nested deeper than Python reads
             content["changes"] = json.loads(changes)
-    return ChainEntry(seq=int(row[0]), content=content, prev_hash=hash_text(content["prev_hash"]),
-                      hash=hash_text(row[-1]))  # fmt: skip
+    return ChainEntry(seq=seq, content=content, prev_hash=hash_text(content["prev_hash"]), hash=hash_text(row[-1]))
 
 
 def hash_text(value: object) -> str:

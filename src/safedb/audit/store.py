@@ -66,11 +66,19 @@ class ChainEntry:
 
 
 @dataclass(frozen=True)
+class UnnumberedEntry:
+    """A stored row whose sequence number is not a whole number (NULL, text): SafeDB never writes one, and only a
+    table rebuilt without its constraints can hold one."""
+
+    stored_seq: object
+
+
+@dataclass(frozen=True)
 class ChainSnapshot:
     """The head anchor and every record, read in one consistent snapshot, records in sequence order."""
 
     head: ChainHead | None
-    entries: Iterator[ChainEntry]
+    entries: Iterator[ChainEntry | UnnumberedEntry]
 
 
 class AuditStore(Protocol):

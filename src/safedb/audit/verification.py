@@ -8,6 +8,9 @@ match the head anchor. When a record does not fit, its neighbours tell what happ
 - the next record chains from the record before this one, or two records chain from the same one:
   a record was inserted;
 - otherwise the record (or the one before it, when only the link fails) was edited.
+
+A row with no whole sequence number (a table rebuilt without its constraints) is named where it sorts. And an
+answer with no question before it (`safedb.audit.answers`) was added outside SafeDB, however well it chains.
 """
 
 from __future__ import annotations
@@ -17,11 +20,14 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
+from safedb.audit.answers import QuestionsAsked
 from safedb.audit.chain import GENESIS_HASH, chain_hash
-from safedb.audit.store import AuditStore, ChainEntry, ChainHead
+from safedb.audit.store import AuditStore, ChainEntry, ChainHead, UnnumberedEntry
 
 _RENUMBER_SEARCH = 10_000
 """How far ahead to look for the original sequence number of a renumbered record."""
+_SHOWN_SEQ_CHARS = 40
+"""Characters of a sequence number that is not a number shown in a finding."""
 
 
 class Tampering(StrEnum):
@@ -29,6 +35,8 @@ class Tampering(StrEnum):
     DELETED = "deleted"
     INSERTED = "inserted"
     HEAD_MISSING = "head_missing"
+    UNASKED_ANSWER = "unasked_answer"
+    """An answer (`accepted`...) to a question the log does not hold: added outside SafeDB, though it chains."""
 
 
 @dataclass(frozen=True)
@@ -65,19 +73,26 @@ def verify(store: AuditStore) -> VerificationReport:
         return _verify(snapshot.head, snapshot.entries)
 
 
-def _verify(head: ChainHead | None, entries: Iterator[ChainEntry]) -> VerificationReport:
+def _verify(head: ChainHead | None, entries: Iterator[ChainEntry | UnnumberedEntry]) -> VerificationReport:
     previous: ChainEntry | None = None
+    questions = QuestionsAsked()
+    # An answer with no question is named only if the chain holds: a record found edited or inserted (which
+    # the chain may show only at the record after it) is named as that.
+    unasked: Finding | None = None
     checked = 0
     entry = next(entries, None)
     while entry is not None:
         following = next(entries, None)
-        finding = _check(entry, previous, following, head)
+        if isinstance(entry, UnnumberedEntry):
+            return VerificationReport(checked, head, _unnumbered(entry, previous, following, head))
+        finding = _check(entry, previous, following if isinstance(following, ChainEntry) else None, head)
         if finding is not None:
             # The finding may name an earlier record than this one (the one before a broken link).
             return VerificationReport(checked if finding.seq is None else finding.seq - 1, head, finding)
+        unasked = unasked or _check_answer(entry, questions)
         previous, entry = entry, following
         checked += 1
-    finding = _check_head(previous, head)
+    finding = _check_head(previous, head) or unasked
     if finding is not None and finding.seq is not None:
         checked = min(checked, finding.seq - 1)
     return VerificationReport(checked, head, finding)
@@ -132,6 +147,40 @@ def _check(
     return Finding(Tampering.EDITED, seq, f"record {seq} was edited: its contents do not match its hash.")
 
 
+def _check_answer(entry: ChainEntry, questions: QuestionsAsked) -> Finding | None:
+    decision = questions.unasked_answer(entry.content)
+    if decision is None:
+        return None
+    return Finding(
+        Tampering.UNASKED_ANSWER, entry.seq,
+        f"record {entry.seq} was added outside SafeDB: it answers ({decision}) a question the log does not hold "
+        "(no unanswered `requested` record of the same request, target and statement comes before it).",
+    )  # fmt: skip
+
+
+def _unnumbered(
+    entry: UnnumberedEntry,
+    previous: ChainEntry | None,
+    following: ChainEntry | UnnumberedEntry | None,
+    head: ChainHead | None,
+) -> Finding:
+    """A row whose sequence number is no whole number, named by where it sorts among the others."""
+    position = previous.seq + 1 if previous else 1
+    stored = entry.stored_seq
+    shown = "NULL" if stored is None else ascii(stored)
+    if len(shown) > _SHOWN_SEQ_CHARS:
+        shown = shown[: _SHOWN_SEQ_CHARS - 1] + "…"
+    what = f"its sequence number is {shown}, not a whole number"
+    if isinstance(following, ChainEntry) and following.seq == position:
+        return Finding(Tampering.INSERTED, None, f"a record was inserted before record {position}: {what}.")
+    if head is not None and position > head.seq:
+        return Finding(
+            Tampering.INSERTED, None,
+            f"a record was inserted after {_record(position - 1)}, where the head anchor says the log ends: {what}.",
+        )  # fmt: skip
+    return Finding(Tampering.EDITED, position, f"record {position} was edited: {what}.")
+
+
 def _check_head(last: ChainEntry | None, head: ChainHead | None) -> Finding | None:
     last_seq = last.seq if last else 0
     last_hash = last.hash if last else GENESIS_HASH
@@ -174,5 +223,5 @@ def _content_hash(content: dict[str, Any]) -> str | None:
     text column hold a BLOB), which SafeDB never writes."""
     try:
         return chain_hash(content)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, RecursionError):  # RecursionError: `changes` nested deeper than JSON writes
         return None

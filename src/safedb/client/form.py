@@ -1,6 +1,8 @@
 """The person at the terminal answers elicitations: a form rendered from any requested schema, or a URL.
 
-Everything the server wrote is cleaned of escape sequences and control characters before it is shown.
+Everything the server wrote is cleaned of escape sequences and control characters before it is shown, and long
+runs of blanks or empty lines are named with their count: nothing a server writes can push the `Server:` line
+above its question out of view (a long message is followed by that line again).
 The person chooses accept, decline or cancel explicitly; Ctrl-C or Esc at any prompt cancels.
 """
 
@@ -13,14 +15,16 @@ from typing import Any
 import anyio.to_thread
 from mcp_types import ElicitRequestFormParams, ElicitRequestURLParams, ElicitResult
 from prompt_toolkit import PromptSession, print_formatted_text
+from prompt_toolkit.application.current import get_app_session
 from prompt_toolkit.formatted_text import FormattedText
 from prompt_toolkit.history import InMemoryHistory
 from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
+from prompt_toolkit.utils import get_cwidth
 
 from safedb.client.fields import ElicitationForm, FieldKind, FormField
 from safedb.client.filling import FieldQuestion, fill_form
 from safedb.client.requests import ElicitationRequest, Era
-from safedb.client.sanitize import clean_text
+from safedb.client.sanitize import shown_text
 from safedb.client.schema import UnsupportedSchema, parse_requested_schema
 from safedb.client.text_input import hint, numbered, value_label
 from safedb.client.urls import UrlReview, review_url
@@ -32,6 +36,10 @@ SECRET_WARNING = (
 
 LONE_ESCAPE_WAIT = 0.1
 """Seconds after Esc without another key before it counts as Esc alone (cancel), not the start of Alt-KEY."""
+
+MESSAGE_ROWS_IN_VIEW = 15
+"""Rows of the terminal a server's message may take before the `Server:` line is shown again below it: a longer one
+may push the header above it out of view on a terminal of 24 rows, and could draw a header of its own there."""
 
 
 class FormCancelled(Exception):
@@ -64,7 +72,7 @@ class TerminalAnswerer:
         try:
             form = parse_requested_schema(params.requested_schema)
         except UnsupportedSchema as exc:
-            self.say(f"This form cannot be shown: {clean_text(str(exc))}.", "ansired")
+            self.say(f"This form cannot be shown: {shown_text(str(exc))}.", "ansired")
             action = await self._choose("Answer [d]ecline or [c]ancel: ", {"d": "decline", "c": "cancel"})
             return ElicitResult(action=action)  # type: ignore[arg-type]
         self._describe_form(form)
@@ -89,10 +97,10 @@ class TerminalAnswerer:
 
     def _describe_form(self, form: ElicitationForm) -> None:
         if form.secret_fields:
-            names = ", ".join(repr(clean_text(field.name, multiline=False)) for field in form.secret_fields)
+            names = ", ".join(repr(shown_text(field.name, multiline=False)) for field in form.secret_fields)
             self.say(SECRET_WARNING.format(names=names), "ansired bold")
         listed = ", ".join(
-            f"{clean_text(field.label, multiline=False)}{'' if field.required else ' (optional)'}"
+            f"{shown_text(field.label, multiline=False)}{'' if field.required else ' (optional)'}"
             for field in form.fields
         )
         self.say(f"The form asks for: {listed or 'nothing (an empty form)'}")
@@ -101,7 +109,7 @@ class TerminalAnswerer:
         self.say("You will send:", "bold")
         for field in form.fields:
             shown = value_label(field, content[field.name]) if field.name in content else "(left out)"
-            self.say(f"  {clean_text(field.label, multiline=False)}: {clean_text(shown, multiline=False)}")
+            self.say(f"  {shown_text(field.label, multiline=False)}: {shown_text(shown, multiline=False)}")
 
     # -- url mode ----------------------------------------------------------------------------------
 
@@ -144,10 +152,14 @@ class TerminalAnswerer:
         self.say(f"── Question{counter} from the server ──", "bold reverse")
         self.say(f"Server: {request.server.describe()}", "bold")
         if request.tool:
-            self.say(f"Tool:   {clean_text(request.tool, multiline=False)}")
+            self.say(f"Tool:   {shown_text(request.tool, multiline=False)}")
         self.say("Message:", "bold")
-        for line in clean_text(request.params.message).splitlines() or [""]:
-            self.say(f"  {line}")
+        lines = [f"  {line}" for line in shown_text(request.params.message).splitlines() or [""]]
+        for line in lines:
+            self.say(line)
+        rows = _rows(lines)
+        if rows > MESSAGE_ROWS_IN_VIEW:
+            self.say(f"Server: {request.server.describe()} (again: the message above takes {rows:,} lines)", "bold")
 
     async def _choose(self, prompt: str, options: dict[str, str]) -> str:
         while True:
@@ -179,17 +191,17 @@ class _TerminalFieldReader:
         terminal = self._terminal
         field = question.field
         if question.problem is None:
-            title = clean_text(field.label, multiline=False)
-            name = "" if field.title is None else f" ({clean_text(field.name, multiline=False)})"
+            title = shown_text(field.label, multiline=False)
+            name = "" if field.title is None else f" ({shown_text(field.name, multiline=False)})"
             terminal.say(f"[{question.number}/{question.count}] {title}{name}", "bold")
             if field.description:
-                for line in clean_text(field.description).splitlines():
+                for line in shown_text(field.description).splitlines():
                     terminal.say(f"      {line}")
             for line in _choice_lines(field):
                 terminal.say(line)
-            terminal.say(f"      ({clean_text(hint(field), multiline=False)})", "ansibrightblack")
+            terminal.say(f"      ({shown_text(hint(field), multiline=False)})", "ansibrightblack")
         else:
-            terminal.say(f"  ✗ {clean_text(question.problem)}", "ansired")
+            terminal.say(f"  ✗ {shown_text(question.problem)}", "ansired")
         return await terminal.ask("  > ", question.prefilled)
 
 
@@ -198,11 +210,17 @@ def _choice_lines(field: FormField) -> list[str]:
         return []
     lines = []
     for number, choice in enumerate(field.choices, start=1):
-        label = clean_text(choice.label, multiline=False)
-        value = clean_text(choice.value, multiline=False)
+        label = shown_text(choice.label, multiline=False)
+        value = shown_text(choice.value, multiline=False)
         bullet = f"{number})" if numbered(field) else "-"  # a typed number means a value when values are numbers
         lines.append(f"      {bullet} {label}" + ("" if label == value else f"  [{value}]"))
     return lines
+
+
+def _rows(lines: list[str]) -> int:
+    """Rows of the terminal the lines take, each wrapped at its width."""
+    width = max(1, get_app_session().output.get_size().columns)
+    return sum(max(1, -(-get_cwidth(line) // width)) for line in lines)
 
 
 def _cancel_keys() -> KeyBindings:

@@ -8,7 +8,7 @@ from typing import Protocol
 
 from mcp_types import ElicitRequestFormParams, ElicitRequestURLParams, ElicitResult
 
-from safedb.client.sanitize import clean_text
+from safedb.client.sanitize import shown_text
 
 
 class Era(StrEnum):
@@ -27,7 +27,7 @@ class ServerIdentity:
     """The URL or command this client connected to."""
 
     def describe(self) -> str:
-        name = clean_text(self.name, multiline=False) if self.name else "(unnamed server)"
+        name = shown_text(self.name, multiline=False) if self.name else "(unnamed server)"
         return f"{name} at {self.target}"
 
 

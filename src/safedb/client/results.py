@@ -9,21 +9,21 @@ from typing import Any
 from mcp_types import CallToolResult, ErrorData, TextContent, Tool
 
 from safedb.client.arguments import schema_properties
-from safedb.client.sanitize import clean_text
+from safedb.client.sanitize import clean_text, named_empty_lines
 
 _CELL_WIDTH = 60
 
 
 def render_result(result: CallToolResult) -> str:
-    """The result as terminal text (server text cleaned of control characters)."""
+    """The result as terminal text (server text cleaned of control characters, long runs of empty lines named)."""
     structured = result.structured_content
     table = tabulate(structured) if isinstance(structured, Mapping) else None
     lines = ["Error from the tool:"] if result.is_error else []
     if table is not None:
         lines.append(table)
     else:
-        texts = [clean_text(block.text) for block in result.content if isinstance(block, TextContent)]
-        lines.extend(texts)
+        texts = [block.text for block in result.content if isinstance(block, TextContent)]
+        lines.extend(named_empty_lines(clean_text(text)) for text in texts)
         lines.extend(f"[{block.type} content]" for block in result.content if not isinstance(block, TextContent))
         if not result.content and structured is not None:
             lines.append(clean_text(json.dumps(structured, indent=2, ensure_ascii=False)))
@@ -37,7 +37,7 @@ def result_json(result: CallToolResult) -> dict[str, Any]:
 
 def render_error(error: ErrorData) -> str:
     """A JSON-RPC error the server answered a call with (the call reached it, but it refused)."""
-    return f"Error from the server: {clean_text(error.message)}"
+    return f"Error from the server: {named_empty_lines(clean_text(error.message))}"
 
 
 def error_json(error: ErrorData) -> dict[str, Any]:

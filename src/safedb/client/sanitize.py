@@ -40,6 +40,15 @@ _TAGS_OUTSIDE_FLAGS = re.compile(
 recommends is an emoji subdivision flag (the black flag, a subdivision code such as `gbeng`, the cancel tag)."""
 _LINE_SEPARATORS = frozenset("\n\u2028\u2029")
 
+# More blanks in a row than this, or more empty lines, are named with their count, as the approval question SafeDB's
+# server asks names them in a statement (`safedb.approval.display`). Its patterns do not fit text `clean_text` left:
+# that keeps every space character (a statement's other spaces are named one by one there), and all draw blank.
+_MAX_BLANKS = 8
+_MAX_EMPTY_LINES = 2
+_BLANK = r"(?:[^\S\n]|\u2800)"  # a space of any width, or the blank Braille pattern, which draws as one
+_BLANK_RUN = re.compile(rf"{_BLANK}{{{_MAX_BLANKS + 1},}}")
+_EMPTY_LINES = re.compile(rf"\n(?:{_BLANK}*\n){{{_MAX_EMPTY_LINES + 1},}}")
+
 
 def clean_text(text: str, *, multiline: bool = True) -> str:
     """The text without escape sequences and control characters; tabs become spaces.
@@ -55,6 +64,20 @@ def clean_text(text: str, *, multiline: bool = True) -> str:
         elif not _is_hidden(character, kept[-1] if kept else ""):
             kept.append(character)
     return "".join(kept)
+
+
+def shown_text(text: str, *, multiline: bool = True) -> str:
+    """`clean_text`, with runs of more than 8 blanks named as `⟨3,000 blanks⟩` and of more than 2 empty lines as
+    `⟨120 line breaks⟩`: text that draws as nothing cannot push what the client shows around a server's text (the
+    `Server:` line above a question) out of view, or wrap a name across the screen."""
+    text = named_empty_lines(clean_text(text, multiline=multiline))
+    return _BLANK_RUN.sub(lambda run: f"⟨{len(run.group()):,} blanks⟩", text)
+
+
+def named_empty_lines(text: str) -> str:
+    """`text` with runs of more than 2 empty lines named as `⟨120 line breaks⟩`; blanks within lines kept, for text
+    whose spacing means something (a tool's result: code, aligned columns)."""
+    return _EMPTY_LINES.sub(lambda run: f"\n⟨{run.group().count(chr(10)):,} line breaks⟩\n", text)
 
 
 def text_as_read(text: str) -> str:

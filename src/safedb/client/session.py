@@ -23,7 +23,7 @@ from safedb.client.arguments import ArgumentError, parse_arguments
 from safedb.client.connection import Connection, MalformedReply, connection_lost
 from safedb.client.interrupts import Interrupted, cancelled_by
 from safedb.client.results import describe_tools, error_json, render_error, render_result, result_json
-from safedb.client.sanitize import clean_text
+from safedb.client.sanitize import clean_text, shown_text
 from safedb.terminal_json import visible_json
 
 logger = logging.getLogger(__name__)
@@ -154,7 +154,7 @@ async def interact(runner: CommandRunner) -> None:
     tool_names = list(await runner.known_tools())
     completer = WordCompleter(["tools", "call", "history", "help", "quit", *tool_names], sentence=True)
     prompt: PromptSession[str] = PromptSession(history=InMemoryHistory(), completer=completer)
-    name = clean_text(server.name or "mcp", multiline=False)
+    name = shown_text(server.name or "mcp", multiline=False)
     while True:
         try:
             line = await prompt.prompt_async(f"{name}> ")

@@ -14,7 +14,7 @@ from pydantic import Field
 from safedb import wording
 from safedb.approval.display import visible_line, visible_statement_soon
 from safedb.approval.verification import Decision, Verdict, decide
-from safedb.audit import AuditDecision, AuditStore, AuditWriteFailed, decision_for_verdict
+from safedb.audit import UNASKED_JUSTIFICATION, AuditDecision, AuditStore, AuditWriteFailed, decision_for_verdict
 from safedb.db.backend import Impact, TableDescription
 from safedb.errors import ApprovalReused, DeniedByPolicy, QueryFailed, SafeDBError
 from safedb.server.auditing import CallAudit, describe_caller
@@ -41,7 +41,6 @@ NEEDS_ELICITATION = (
     "changes; read-only queries work from any client."
 )
 
-NO_APPROVAL_NEEDED = "not asked: the target's policy runs this kind of change without approval"
 
 NEEDS_URL_ELICITATION = (
     "Changes to this target are approved on SafeDB's approval page, which the client must be able to open "
@@ -129,7 +128,7 @@ class SafeDBTools:
             return error_result(refusal)
         if not served.needs_approval(classification):
             with anyio.CancelScope(shield=True):  # see `_run`
-                await audit.record_unasked(AuditDecision.ACCEPTED, justification=NO_APPROVAL_NEEDED)
+                await audit.record_unasked(AuditDecision.ACCEPTED, justification=UNASKED_JUSTIFICATION)
                 result = await self._run(served, classification, audit)
             return result
         try:
