@@ -8,6 +8,7 @@ setting (a test checks that it does).
 from __future__ import annotations
 
 import dataclasses
+import re
 import tomllib
 from pathlib import Path
 from typing import Literal
@@ -15,7 +16,7 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from safedb.approval.verification import JUSTIFICATION_MAX_CHARS
+from safedb.approval.verification import JUSTIFICATION_MAX_CHARS, TARGET_NAME_MAX_CHARS
 from safedb.audit.open import is_postgres_url
 from safedb.db.backend import QueryLimits
 from safedb.errors import ConfigurationError
@@ -34,6 +35,7 @@ CATEGORY_NAMES: dict[str, ChangeCategory] = {
 }
 
 # No `inf` or `nan` (TOML has both): every number of the file is a count, a size or seconds.
+_TARGET_NAME = re.compile(rf"[A-Za-z0-9_-]{{1,{TARGET_NAME_MAX_CHARS}}}")
 _STRICT = ConfigDict(extra="forbid", strict=True, frozen=True, allow_inf_nan=False)
 
 
@@ -126,8 +128,12 @@ def load_settings(path: Path) -> Settings:
 def _settings(config: ConfigFile, base: Path) -> Settings:
     server, limits = config.server, config.limits
     for name in config.targets:
-        if not name.replace("_", "").replace("-", "").isalnum():
-            raise ConfigurationError(f"targets.{name}: a target name uses only letters, digits, '-' and '_'")
+        # ASCII only: a name of Cyrillic look-alikes, or of a letter that draws blank (U+3164), reads as another.
+        if not _TARGET_NAME.fullmatch(name):
+            raise ConfigurationError(
+                f"targets.{ascii(name)[1:-1][:100]}: a target name uses only ASCII letters, digits, '-' and '_', "
+                f"at most {TARGET_NAME_MAX_CHARS} of them"
+            )
     for key in server.request_state_keys:
         if len(key.encode()) < 32:
             raise ConfigurationError("server.request_state_keys: each key must be at least 32 bytes")
@@ -190,6 +196,12 @@ def _check_public_url(url: str) -> None:
 
 def _target(name: str, section: TargetSection, base: Path) -> Target:
     policy = section.policy
+    # Refused wins over asked (`ask`'s default lists kinds that `refuse` alone may take); given both, say so.
+    given_both = {"ask", "refuse"} <= policy.model_fields_set
+    if given_both and (both := sorted(set(policy.ask) & set(policy.refuse))):
+        raise ConfigurationError(
+            f"targets.{name}.policy: {', '.join(both)} is listed in both ask and refuse: list each kind in one of them"
+        )
     database = section.database
     if database is not None and "://" not in database:
         database = str(_path(database, base))

@@ -113,8 +113,8 @@ class ChangedSinceQuestion(QueryFailed):
 class ApprovalReused(SafeDBError):
     def __init__(self) -> None:
         super().__init__(
-            "This approval was already used. An approval runs its statement once; the statement was not run "
-            "again. Call the tool again to ask anew."
+            "This question was already answered (approved, declined or cancelled), and an answer counts once: this "
+            "one was not used, and nothing was run for it. Call the tool again to ask anew."
         )
 
 

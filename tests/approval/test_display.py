@@ -59,6 +59,8 @@ def test_ordinary_layout_and_text_are_shown_as_written() -> None:
         ("\U000e0100" * 12, 0),
         ("\u0301" * 12, 0),
         ("Zoe\u0301 approved", 12),
+        ("a" + " " * 24 + "b", 3),  # a run of blanks or line breaks counts as one
+        ("a\n\n\n\t b", 3),
     ],
 )
 def test_readable_length_counts_what_a_person_can_read(text: str, length: int) -> None:

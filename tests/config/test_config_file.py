@@ -194,6 +194,20 @@ def test_a_password_hash_of_up_to_ten_million_rounds_is_taken(tmp_path: Path) ->
     assert load_settings(write(tmp_path, text)).approvers[0].password_hash == largest
 
 
+def test_a_kind_both_asked_and_refused_is_refused(tmp_path: Path) -> None:
+    text = '[targets.a]\n[targets.a.policy]\nask = ["data", "schema"]\nrefuse = ["schema"]\n'
+    message = "targets.a.policy: schema is listed in both ask and refuse"
+    with pytest.raises(ConfigurationError, match=re.escape(message)):
+        load_settings(write(tmp_path, text))
+
+
+@pytest.mark.parametrize("name", ["\u043f\u0440\u043e\u0434", "\u3164", "a" * 65])
+def test_a_target_name_is_short_and_ascii(tmp_path: Path, name: str) -> None:
+    """Look-alike letters of another script, or one that draws blank, read as another name in a question."""
+    with pytest.raises(ConfigurationError, match="a target name uses only ASCII letters"):
+        load_settings(write(tmp_path, f'[targets."{name}"]\n'))
+
+
 def test_an_approver_name_with_a_colon_is_refused(tmp_path: Path) -> None:
     """HTTP Basic sends `name:password` and is split at the first colon: `carol:x` could never sign in."""
     hashed = hash_password("pw", iterations=1000)

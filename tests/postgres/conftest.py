@@ -21,7 +21,7 @@ from safedb.db.backend import Impact, QueryLimits
 from safedb.db.postgres import PostgresDatabase
 from safedb.errors import SafeDBError
 from safedb.server.app import build_server
-from safedb.settings import Settings
+from safedb.settings import Policy, Settings, Target
 from safedb.sql.classification import Classification
 from tests.conftest_postgres import fresh_database
 from tests.helpers import Responder, audit_decisions
@@ -105,14 +105,20 @@ class PgDatabase:
             await database.aclose()
 
     async def call_execute_query(
-        self, query: str, audit_path: Path, responder: ElicitationFnT | None = None, mode: str = "auto"
+        self,
+        query: str,
+        audit_path: Path,
+        responder: ElicitationFnT | None = None,
+        mode: str = "auto",
+        policy: Policy | None = None,
     ) -> tuple[CallToolResult, list[str]]:
-        """One `execute_query` call through SafeDB's server (in process, over this database), and the decisions its
-        audit log then holds, oldest first."""
+        """One `execute_query` call through SafeDB's server (in process, over this database, under `policy`), and the
+        decisions its audit log then holds, oldest first."""
         audit = SqliteAuditStore.open(audit_path)
         database = self.open()
         try:
-            server = build_server(Settings(), {"default": database}, audit)
+            settings = Settings(targets=(Target(policy=policy or Policy()),))
+            server = build_server(settings, {"default": database}, audit)
             with anyio.fail_after(60):
                 async with Client(server, mode=mode, elicitation_callback=responder) as client:
                     result = await client.call_tool("execute_query", {"query": query})

@@ -45,6 +45,6 @@ async def test_a_round_asked_by_one_process_is_answered_at_another_once(pg: PgDa
         async with Client(first.url, elicitation_callback=Responder()) as replaying:
             replayed = await replaying.session.call_tool("execute_query", {"query": sql}, **answer)
     assert replayed.is_error
-    assert "already used" in text(replayed)
+    assert "already answered" in text(replayed)
     assert pg.rows("SELECT count(*) FROM shared_rounds") == [(1,)]
     assert decisions(audit_db, sql) == ["requested", "accepted", "executed", "refused"]

@@ -81,6 +81,19 @@ async def test_typing_the_target_name_back(demo_db: Path, typed: str, runs: bool
     assert rows(demo_db, "SELECT count(*) FROM invoices WHERE id = 6") == [(0,) if runs else (1,)]
 
 
+async def test_a_target_name_typed_back_is_held_to_the_longest_name(demo_db: Path) -> None:
+    """A wrong name typed back is quoted in the blocked reason kept in the audit log: 3.9 MB of it were."""
+    responder = Responder(content={**PRODUCTION_ANSWER, "target_name": "x" * 100_000})
+    target = Target(policy=Policy(type_target_name=True))
+    result, decisions = await call(demo_db, "DELETE FROM invoices WHERE id = 6", responder, target)
+    schema = responder.asked[0].requested_schema  # type: ignore[union-attr]
+    assert schema["properties"]["target_name"]["maxLength"] == 64
+    assert result.structured_content is not None
+    assert result.structured_content["status"] == "invalid"
+    assert "x" * 100 not in str(decisions)
+    assert rows(demo_db, "SELECT count(*) FROM invoices WHERE id = 6") == [(1,)]
+
+
 CONFIG = """
 [targets.dev]
 database = "dev/demo.db"

@@ -42,7 +42,7 @@ async def test_round_started_on_one_process_finishes_on_another_once(demo_db: Pa
                 "execute_query", {"query": QUERY}, input_responses={key_name: ACCEPT}, request_state=asked.request_state
             )
     assert replayed.is_error
-    assert "already used" in replayed.content[0].text  # type: ignore[union-attr]
+    assert "already answered" in replayed.content[0].text  # type: ignore[union-attr]
     assert rows(demo_db, "SELECT count(*) FROM invoices WHERE id = 4") == [(1,)]
 
 

@@ -297,7 +297,7 @@ async def test_replayed_approval_runs_the_statement_once(demo_db: Path) -> None:
         decisions = [decision for decision, sql in audit_decisions(audit) if sql == query]
     assert not answered.is_error, answered.content
     assert replayed.is_error
-    assert "already used" in replayed.content[0].text  # type: ignore[union-attr]
+    assert "already answered" in replayed.content[0].text  # type: ignore[union-attr]
     assert decisions == ["requested", "accepted", "executed", "refused"]
     assert rows(demo_db, "SELECT count(*) FROM users WHERE name = 'Replay'") == [(1,)]
 

@@ -70,7 +70,7 @@ async def test_a_question_never_answered_is_recorded_as_timed_out(database: Path
         )
     assert late.is_error
     assert "No answer came in time" in late.content[0].text  # type: ignore[union-attr]
-    assert "already used" not in late.content[0].text  # type: ignore[union-attr]
+    assert "already answered" not in late.content[0].text  # type: ignore[union-attr]
     assert decisions(audit, requested.request_id) == ["requested", "timed_out"]
     assert rows(database, "SELECT count(*) FROM t") == [(3,)]
 

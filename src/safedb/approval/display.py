@@ -83,9 +83,10 @@ async def visible_statement_soon(sql: str) -> str:
 
 def readable_length(text: str) -> int:
     """How many characters of `text` a person can read: hidden characters, combining marks and surrounding blanks do
-    not count (ten zero-width spaces, or ten variation selectors, are not a justification)."""
-    readable = (c for c in text if not _hidden(c) and unicodedata.category(c) not in _MARK_CATEGORIES)
-    return len("".join(readable).strip())
+    not count, and a run of blanks or line breaks counts as one space (ten zero-width spaces, ten variation
+    selectors, or `a`, 24 spaces and `b`, are not a justification of ten or more)."""
+    readable = "".join(c for c in text if not _hidden(c) and unicodedata.category(c) not in _MARK_CATEGORIES)
+    return len(" ".join(readable.split()))
 
 
 def _shown(character: str, times: int) -> str:

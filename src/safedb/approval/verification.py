@@ -15,6 +15,8 @@ Environment = Literal["Development", "Staging", "Production"]
 JUSTIFICATION_MAX_CHARS = 2000
 """The longest justification an answer may give: every answer is kept in the audit log, which a client must not
 be able to fill with megabytes of text."""
+TARGET_NAME_MAX_CHARS = 64
+"""The longest target name (configuration files), and so the longest one the form takes typed back."""
 
 
 def approver_justification(approver: str, justification: str) -> str:
@@ -55,7 +57,9 @@ class NamedSafetyVerification(SafetyVerification):
     model_config = ConfigDict(extra="forbid", title="SafetyVerification")
 
     target_name: str = Field(
-        title="Target name", description="Type the name of the database target you are changing, to confirm it."
+        title="Target name",
+        description="Type the name of the database target you are changing, to confirm it.",
+        max_length=TARGET_NAME_MAX_CHARS,
     )
 
 

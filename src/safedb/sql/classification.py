@@ -206,6 +206,11 @@ class Classification:
     """PostgreSQL, for a data change: what the stored code (defaults, constraints, indexes, casts) of the tables it
     reaches calls that a rollback may not undo, with a fingerprint of each user-defined function. A default or
     constraint added while a person decides runs code nobody saw; an approval holds only for this code."""
+    sets_off_unjudged_code: bool = False
+    """PostgreSQL: the statement sets off code created in the database besides its own work (the triggers, rules
+    and event triggers in `runs`; a user-defined function its tables' stored code calls, in `stored_code`), whose
+    effects SafeDB does not judge: a trigger may drop a table or grant rights. It counts as an unrecognised change
+    too (`categories`), so a target that asks or refuses those asks or refuses it, whatever its own kind."""
     through_views: tuple[ThroughView, ...] = ()
     """PostgreSQL: the changes the statement makes through views, to the end of each chain (their changes are among
     `changes` too). A view redefined while a person decides changes another table; an approval holds only for the
@@ -221,7 +226,15 @@ class Classification:
 
     @property
     def categories(self) -> tuple[ChangeCategory, ...]:
-        return tuple(dict.fromkeys(kind.category for kind in self.kinds))
+        categories = dict.fromkeys(kind.category for kind in self.kinds)
+        if self.sets_off_unjudged_code:
+            categories[ChangeCategory.UNKNOWN] = None
+        return tuple(categories)
+
+    @property
+    def only_data_changes(self) -> bool:
+        """Its own changes are all data changes (the code it sets off aside)."""
+        return bool(self.kinds) and all(kind.category is ChangeCategory.DATA for kind in self.kinds)
 
     @property
     def touched(self) -> tuple[DatabaseObject, ...]:
@@ -237,7 +250,7 @@ class Classification:
         parts = []
         for category in self.categories:
             kinds = ", ".join(str(kind) for kind in self.kinds if kind.category is category)
-            parts.append(f"{category} ({kinds})")
+            parts.append(f"{category} ({kinds})" if kinds else f"{category} by the code it sets off")
         return "; ".join(parts)
 
     @functools.cached_property

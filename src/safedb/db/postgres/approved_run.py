@@ -19,7 +19,7 @@ from safedb.db.postgres.connections import Connection
 from safedb.db.postgres.fired_code import check_fired_unchanged, lock_changed_tables, lock_read_relations
 from safedb.db.postgres.impact import DATA_KINDS, cascade_lines, changed_since_dry_run, stored_code_calls
 from safedb.errors import ChangedSinceQuestion
-from safedb.sql.classification import ChangeCategory, Classification, names_moved
+from safedb.sql.classification import Classification, names_moved
 from safedb.sql.postgres_classifier import PostgresStatement
 
 
@@ -57,7 +57,7 @@ async def check_data_change_names(connection: Connection, approved: Classificati
     Creating a table of the same name in a schema searched first takes no lock of the statement's tables: one
     created between the check before the statement and the statement took the name all the same. Schema changes
     are left out: creating, dropping and renaming is what they do to names."""
-    if set(approved.categories) == {ChangeCategory.DATA}:
+    if approved.only_data_changes:
         await check_names_unchanged(connection, approved)
 
 
@@ -91,7 +91,7 @@ async def check_stored_code_unchanged(connection: Connection, approved: Classifi
     question did not know of: a default, constraint or index added, a function of one replaced."""
     if not changes_rows(approved):
         return
-    now = await stored_code_calls(connection, approved)
+    now, _ = await stored_code_calls(connection, approved)
     if unseen := [call for call in now if call not in approved.stored_code]:
         raise ChangedSinceQuestion("; ".join(unseen))
 

@@ -124,12 +124,20 @@ class PostgresDatabase:
                 # The sequences its calls move too (`setval('s', 1)`).
                 meant = await catalog.resolved(connection, quoted_relations(classification))
                 runs = await fired_code(connection, classification) if not classification.read_only else ()
-                stored = await stored_code_calls(connection, classification) if changes_rows(classification) else ()
+                stored, user_code = (
+                    await stored_code_calls(connection, classification) if changes_rows(classification) else ((), False)
+                )
                 cascades = await cascade_lines(connection, classification)
                 runs_code = runs or stored or any(kind in _CODE_KINDS for kind in classification.kinds)
                 version = await catalog.code_version(connection) if runs_code else None
         return replace(
-            classification, resolved=meant, runs=runs, stored_code=stored, cascades=cascades, code_version=version
+            classification,
+            resolved=meant,
+            runs=runs,
+            stored_code=stored,
+            cascades=cascades,
+            code_version=version,
+            sets_off_unjudged_code=bool(runs) or user_code,
         )
 
     async def read(self, classification: Classification) -> ResultSet:

@@ -406,19 +406,22 @@ _PLACES = {
 }
 
 
-async def stored_code_calls(connection: Connection, classification: Classification) -> tuple[str, ...]:
+async def stored_code_calls(connection: Connection, classification: Classification) -> tuple[tuple[str, ...], bool]:
     """What the stored code of the tables a data change reaches (its targets, the tables beneath the views it
     changes, those its foreign keys' actions change, their children) calls that a rollback may not undo, each with
     a fingerprint of a user-defined function's definition; sorted. A default, constraint or index added while a
-    person decides, or a function of one replaced, runs code nobody saw: an approval holds only for these."""
+    person decides, or a function of one replaced, runs code nobody saw: an approval holds only for these. And
+    whether one of them is a user-defined function, whose effects are not judged."""
     rows = await _TABLE_CODE.rows(connection, {"targets": quoted_tables(classification), **PATTERNS})
     found: set[str] = set()
+    user_defined = False
     for name, bucket, schema, function_name, volatility, extension, definition in rows:
         function = CatalogFunction.from_stored_code(schema, function_name, volatility, extension)
         if not undone_by_rollback(function):
             fingerprint = f" (definition {definition})" if definition else ""
             found.add(f"{name}: {_PLACES[bucket]} {_described(function)}{fingerprint}")
-    return tuple(sorted(found))
+            user_defined = user_defined or not trusted(function)
+    return tuple(sorted(found)), user_defined
 
 
 async def changed_since_dry_run(

@@ -17,7 +17,7 @@ from safedb.db.sqlite.connections import (
     was_stopped,
 )
 from safedb.db.sqlite.inspector import module_tables
-from safedb.sql.classification import ChangeCategory, ChangeKind, Classification, ObjectType
+from safedb.sql.classification import ChangeKind, Classification, ObjectType
 from safedb.sql.structure import says_replace
 
 Authorizer = Callable[[int, str | None, str | None, str | None, str | None], int]
@@ -41,7 +41,7 @@ def measure_impact(
     is raised instead (the time limit, or another connection's lock), so that the caller may measure
     again where it can wait longer.
     """
-    if set(classification.categories) == {ChangeCategory.DATA}:
+    if classification.only_data_changes:
         return _dry_run(connection, classification, authorizer)
     lines = _schema_lines(connection, classification)
     if any(change.kind in _REWRITES_REFERENCES for change in classification.changes):
