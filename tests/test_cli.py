@@ -85,6 +85,20 @@ def test_a_bad_approval_page_setting_stops_the_start_in_one_line(tmp_path: Path,
     assert result.stderr == message + "\n"
 
 
+@pytest.mark.parametrize("option", ["--database", "--data-dir", "--audit-db"])
+def test_an_empty_option_is_refused(tmp_path: Path, option: str) -> None:
+    """Each took it as something of its own: `--data-dir ''` the current directory (the demo database and the audit
+    log made there), `--database ''` the demo database, `--audit-db ''` the default log."""
+    result = subprocess.run(
+        [sys.executable, "-m", "safedb", "serve", option, "", "--port", "0"],
+        capture_output=True, text=True, timeout=30, check=False, cwd=tmp_path,
+    )  # fmt: skip
+    assert result.returncode == 2
+    assert f"Invalid value for '{option}" in result.stderr
+    assert "must not be empty" in result.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_file_that_is_not_a_database(tmp_path: Path) -> None:
     bogus = tmp_path / "notes.db"
     bogus.write_text("these are not the pages you are looking for\n" * 100)

@@ -22,6 +22,14 @@ class VariableOption(click.Option):
     def get_error_hint(self, ctx: click.Context | None) -> str:
         return click.Parameter.get_error_hint(self, ctx)
 
+    def type_cast_value(self, ctx: click.Context, value: Any) -> Any:
+        # An empty value means nothing here, yet each option took it as something of its own: `--data-dir ''` the
+        # current directory, `--database ''` the demo database, `--audit-db ''` the default log.
+        given = value if isinstance(value, (tuple, list)) else (value,)
+        if any(isinstance(item, str) and not item for item in given):
+            raise click.BadParameter("must not be empty", ctx=ctx, param=self)
+        return super().type_cast_value(ctx, value)
+
 
 def output_failure(exc: OSError) -> str:
     """What could not be written, for an error that a command's output raised (`Cannot write the output: No space

@@ -167,6 +167,33 @@ def test_a_filter_that_is_not_utf8_is_an_invalid_option(audit_path: Path, comman
     assert result.stdout == ""
 
 
+def test_a_limit_past_what_sqlite_counts_is_an_invalid_option(audit_path: Path) -> None:
+    """An OverflowError traceback from sqlite3, exit 1."""
+    fill(audit_path, 2)
+    result = run_audit("list", "--audit-db", str(audit_path), "--limit", str(2**70))
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert "Invalid value for '--limit'" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize("command", ["verify", "list", "export"])
+def test_a_log_this_user_cannot_open_is_not_reported_as_tampered(tmp_path: Path, command: str) -> None:
+    """A log readable by the server's own user only, as docs/audit.md advises: an auditor running as another user
+    got sqlite3's traceback and exit 1, which `verify` keeps for tampering."""
+    if os.geteuid() != 0:
+        unreadable = tmp_path / "audit.db"
+        fill(unreadable, 2)
+        unreadable.chmod(0)
+    else:  # root reads any file but this one, which the kernel lets nobody read
+        unreadable = Path("/proc/sys/vm/drop_caches")
+        if not unreadable.is_file() or os.access(unreadable, os.R_OK):
+            pytest.skip("no file this user cannot read")
+    result = run_audit(command, "--audit-db", str(unreadable))
+    assert result.returncode == 2, result.stdout + result.stderr
+    expected = f"Error: Cannot open the audit log {unreadable}: unable to open database file"
+    assert result.stderr.splitlines() == [expected]
+
+
 @pytest.mark.parametrize("given", ["option", "environment"])
 def test_a_postgres_url_that_is_not_utf8_is_an_invalid_option(tmp_path: Path, given: str) -> None:
     """libpq takes a URL as UTF-8 bytes: psycopg's encoding of it ended in a UnicodeEncodeError traceback."""

@@ -57,6 +57,25 @@ def served(shared_db: Path) -> Iterator[ServerProcess]:
         yield server
 
 
+@pytest.mark.parametrize(
+    ("arguments", "problem"),
+    [
+        (["execute_query", "query=SELECT '\udcff'"], "the argument \"query=SELECT '\\udcff'\" is not UTF-8 text"),
+        (["execute_query", '{"query": "SELECT \udcff"}'], "is not UTF-8 text (it holds 0xff)"),
+        (["\udcff"], "the tool name '\\udcff' is not UTF-8 text (it holds 0xff)"),
+    ],
+)
+def test_a_byte_no_utf8_text_holds_is_an_argument_error(server_url: str, arguments: list[str], problem: str) -> None:
+    """A byte such as 0xff on the command line (Python keeps it as a lone surrogate) could not be sent: an
+    ExceptionGroup traceback; typed at the client's prompt, it ended the whole session."""
+    called = safedb("call", server_url, *arguments)
+    prompted = safedb("client", server_url, "-x", " ".join(shlex.quote(word) for word in ["call", *arguments]))
+    for result in (called, prompted):
+        assert result.returncode == 1, result.stdout + result.stderr
+        assert problem in result.stdout + result.stderr
+        assert "Traceback" not in result.stderr
+
+
 @pytest.mark.parametrize("era", ERAS)
 def test_call_answers_every_schema_feature_from_rules(tmp_path: Path, server_url: str, era: str) -> None:
     rules = answers_file(

@@ -220,7 +220,7 @@ def init_log(location: str | Path) -> None:
 @_log_options
 @_filter_options
 @click.option(
-    "--limit", type=click.IntRange(min=0), default=100, show_default=True,
+    "--limit", type=click.IntRange(min=0, max=2**63 - 1), default=100, show_default=True,
     help="Show the most recent N matching records (0: all of them), oldest first.",
 )  # fmt: skip
 @click.option("--json", "as_json", is_flag=True, help="Print the records as a JSON array.")

@@ -126,9 +126,12 @@ def open_reader(path: Path, busy_timeout: float) -> sqlite3.Connection:
         raise DatabaseOpenError(_is_a_directory(path))
     if not path.is_file():
         raise DatabaseOpenError(f"Audit log not found: {path}")
-    connection = sqlite3.connect(
-        path.resolve().as_uri() + "?mode=ro", uri=True, timeout=busy_timeout, isolation_level=None
-    )
+    try:
+        connection = sqlite3.connect(
+            path.resolve().as_uri() + "?mode=ro", uri=True, timeout=busy_timeout, isolation_level=None
+        )
+    except sqlite3.DatabaseError as exc:  # a file this user may not read, say
+        raise DatabaseOpenError(_open_failure(path, exc)) from None
     try:
         _check_schema(connection, path)
     except sqlite3.DatabaseError as exc:

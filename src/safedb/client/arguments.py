@@ -22,7 +22,19 @@ def schema_properties(input_schema: Mapping[str, Any] | None) -> Mapping[str, An
     return properties if isinstance(properties, Mapping) else {}
 
 
+def require_utf8(text: str, what: str) -> None:
+    """Raise ArgumentError when `text` holds a byte no UTF-8 text holds (Python keeps one of a command line or a
+    terminal as a lone surrogate, `\\udcff`), which could not be sent to the server."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        byte = f"0x{ord(text[exc.start]) - 0xDC00:02x}" if 0xDC80 <= ord(text[exc.start]) <= 0xDCFF else "a surrogate"
+        raise ArgumentError(f"{what} {ascii(text)[:80]} is not UTF-8 text (it holds {byte})") from None
+
+
 def parse_arguments(words: Sequence[str], input_schema: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    for word in words:
+        require_utf8(word, "the argument")
     if len(words) == 1 and words[0].lstrip().startswith("{"):
         try:
             value = json.loads(words[0])

@@ -19,7 +19,7 @@ from prompt_toolkit.completion import WordCompleter
 from prompt_toolkit.history import InMemoryHistory
 from pydantic import ValidationError
 
-from safedb.client.arguments import ArgumentError, parse_arguments
+from safedb.client.arguments import ArgumentError, parse_arguments, require_utf8
 from safedb.client.connection import Connection, MalformedReply, connection_lost
 from safedb.client.interrupts import Interrupted, cancelled_by
 from safedb.client.results import describe_tools, error_json, render_error, render_result, result_json
@@ -112,8 +112,9 @@ class CommandRunner:
         return CommandOutcome(ok=False)
 
     async def call(self, name: str, words: Sequence[str]) -> CommandOutcome:
-        tool = (await self.known_tools()).get(name)
         try:
+            require_utf8(name, "the tool name")
+            tool = (await self.known_tools()).get(name)
             arguments = parse_arguments(words, tool.input_schema if tool is not None else None)
         except ArgumentError as exc:
             self.write(f"Error: {exc}")
