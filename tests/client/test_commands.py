@@ -310,6 +310,21 @@ def test_demo_with_its_own_server_declining(tmp_path: Path) -> None:
     assert rows(tmp_path / "demo.db", "SELECT count(*) FROM invoices") == [(8,)]
 
 
+def test_demo_after_an_approved_run_says_how_to_start_over(tmp_path: Path) -> None:
+    """Its DROP TABLE approved once, every later run printed two "no such table" errors, with no hint."""
+    rules = answers_file(
+        tmp_path,
+        {"rules": [{"message": "DROP TABLE invoices", "action": "accept",
+                    "content": {"confirm": True, "justification": "demo", "environment": "Development"}}]},
+    )  # fmt: skip
+    data = tmp_path / "data"
+    assert safedb("demo", "--data-dir", str(data), "--answers", rules).returncode == 0
+    again = safedb("demo", "--data-dir", str(data), "--answers", rules)
+    assert again.returncode == 1
+    assert f"an earlier run of the demo dropped it. Delete {data / 'demo.db'} to start over." in again.stdout
+    assert "no such table" not in again.stdout
+
+
 def test_demo_in_a_data_directory_it_cannot_use_says_so_once(tmp_path: Path) -> None:
     """The demo's server said so and exited; the client then added "Error: Cannot talk to <the server's command
     line>: Connection closed", which misled."""

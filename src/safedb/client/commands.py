@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import signal
 import sys
 from collections.abc import Awaitable, Callable, Sequence
@@ -30,8 +31,9 @@ from safedb.client.rules import AnswerRules, RuleAnswerer, RuleDecision, RulesFi
 from safedb.client.sanitize import clean_text
 from safedb.client.session import CommandRunner, interact, run_script
 from safedb.client.targets import Target, TargetError, config_target, http_target, stdio_target
-from safedb.db.demo import ensure_demo_database
+from safedb.db.demo import DEMO_FILE_NAME, ensure_demo_database
 from safedb.errors import DatabaseOpenError
+from safedb.settings import default_data_dir
 
 _T = TypeVar("_T")
 
@@ -149,8 +151,14 @@ def demo(url: str | None, data_dir: str | None, era: str, answers_file: Path | N
     if url is None and data_dir is not None:
         _make_demo_database(Path(data_dir))
 
+    if url is not None:
+        start_over = "Serve a database that has it (delete demo.db in the server's data directory to make it anew)."
+    else:
+        served_from = data_dir or os.environ.get("SAFEDB_DATA_DIR") or default_data_dir()  # as `serve` reads it
+        start_over = f"Delete {Path(served_from) / DEMO_FILE_NAME} to start over."
+
     async def scenario(connection: Connection) -> bool:
-        return await run_demo(CommandRunner(connection, _write), _write)
+        return await run_demo(CommandRunner(connection, _write), _write, start_over)
 
     _exit(_run(chosen, answerer, era, scenario))
 

@@ -20,13 +20,26 @@ def demo_server(data_dir: str | None) -> StdioTarget:
     return StdioTarget(sys.executable, tuple(args))
 
 
-async def run_demo(runner: CommandRunner, say: Callable[[str], None]) -> bool:
-    """Run the two steps; True when both calls returned without a tool error."""
+async def run_demo(runner: CommandRunner, say: Callable[[str], None], start_over: str) -> bool:
+    """Run the two steps; True when both calls returned without a tool error. `start_over` says how to get the
+    demo database back, for when an earlier run's DROP TABLE was approved."""
     server = runner.connection.server
     say(f"SafeDB demo against {server.describe()}\n")
+    listed = await runner.connection.call_tool("list_tables", {})
+    if not listed.is_error and "invoices" not in _names(listed.structured_content):
+        say(f"The demo's table invoices is not there: an earlier run of the demo dropped it. {start_over}")
+        return False
     say(f"Step 1: a read-only query runs at once, without asking.\n  {SAFE_QUERY}\n")
     first = await runner.call("execute_query", [f"query={SAFE_QUERY}"])
     say(f"\nStep 2: a statement that changes the database asks you first.\n  {DESTRUCTIVE_QUERY}\n")
     second = await runner.call("execute_query", [f"query={DESTRUCTIVE_QUERY}"])
     say("\nThat is the whole idea: reads run, changes wait for a person.")
     return first.ok and second.ok
+
+
+def _names(structured: object) -> list[str]:
+    """The table names a `list_tables` result holds (SafeDB's: `{"tables": [{"name": ..., "type": ...}]}`)."""
+    tables = structured.get("tables") if isinstance(structured, dict) else None
+    if not isinstance(tables, list):
+        return ["invoices"]  # another server's answer: the demo's own steps will say what they find
+    return [str(table.get("name")) for table in tables if isinstance(table, dict)]
