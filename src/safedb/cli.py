@@ -16,7 +16,7 @@ from click.core import ParameterSource
 
 from safedb import __version__, launch
 from safedb.audit.commands import audit_commands
-from safedb.cli_options import VariableOption, abandon_stdout, output_failure
+from safedb.cli_options import VariableOption, abandon_stdout, is_utf8, output_failure
 from safedb.errors import SafeDBError
 from safedb.settings import Transport, default_data_dir
 from safedb.web.passwords import hash_password
@@ -215,10 +215,8 @@ def approver_hash(password: str | None) -> None:
             password = click.prompt("Password", hide_input=True, confirmation_prompt=True)
         else:
             password = _password_from_stdin()
-    try:
-        password.encode()
-    except UnicodeEncodeError:
-        raise click.BadParameter("the password is not UTF-8 text.", param_hint="--password") from None
+    if not is_utf8(password):
+        raise click.BadParameter("the password is not UTF-8 text.", param_hint="--password")
     if not password:
         raise click.BadParameter("the password is empty.", param_hint="--password")
     click.echo(hash_password(password))

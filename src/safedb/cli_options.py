@@ -31,6 +31,16 @@ class VariableOption(click.Option):
         return super().type_cast_value(ctx, value)
 
 
+def is_utf8(text: str) -> bool:
+    """Whether `text` is UTF-8 text: a command line, a terminal or a pipe may pass any bytes, which Python holds as
+    lone surrogates (`\\udcff`) that no file, database or server can be given."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def output_failure(exc: OSError) -> str:
     """What could not be written, for an error that a command's output raised (`Cannot write the output: No space
     left on device`)."""

@@ -27,7 +27,7 @@ from safedb.audit.open import is_postgres_url, open_audit_store
 from safedb.audit.records import AuditRecord, parse_time
 from safedb.audit.store import AuditQuery, AuditStore
 from safedb.audit.verification import verify
-from safedb.cli_options import VariableOption, abandon_stdout, output_failure
+from safedb.cli_options import VariableOption, abandon_stdout, is_utf8, output_failure
 from safedb.config_file import load_settings
 from safedb.errors import ConfigurationError, SafeDBError
 from safedb.settings import Settings, default_data_dir
@@ -56,24 +56,16 @@ def _time_option(_ctx: click.Context, _param: click.Parameter, value: str | None
 def _text_option(_ctx: click.Context, _param: click.Parameter, value: str | None) -> str | None:
     """A filter's text, refused when it is not UTF-8: a shell passes any bytes (Python holds the others as lone
     surrogates), which neither SQLite nor PostgreSQL can be given, and no stored record holds."""
-    if value is not None and not _is_utf8(value):
+    if value is not None and not is_utf8(value):
         raise click.BadParameter(f"{value!r} is not UTF-8 text")
     return value
 
 
 def _audit_db_option(_ctx: click.Context, _param: click.Parameter, value: str | None) -> str | None:
     """A postgresql:// URL must be UTF-8 text to reach libpq; a file path may be any bytes the file system takes."""
-    if value is not None and is_postgres_url(value) and not _is_utf8(value):
+    if value is not None and is_postgres_url(value) and not is_utf8(value):
         raise click.BadParameter("the postgresql:// URL is not UTF-8 text")
     return value
-
-
-def _is_utf8(text: str) -> bool:
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
 
 
 def _log_options(command: Callable[..., Any]) -> Callable[..., Any]:

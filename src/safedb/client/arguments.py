@@ -11,6 +11,8 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from safedb.cli_options import is_utf8
+
 
 class ArgumentError(ValueError):
     """The arguments cannot be read; the message says which one and why."""
@@ -25,11 +27,11 @@ def schema_properties(input_schema: Mapping[str, Any] | None) -> Mapping[str, An
 def require_utf8(text: str, what: str) -> None:
     """Raise ArgumentError when `text` holds a byte no UTF-8 text holds (Python keeps one of a command line or a
     terminal as a lone surrogate, `\\udcff`), which could not be sent to the server."""
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError as exc:
-        byte = f"0x{ord(text[exc.start]) - 0xDC00:02x}" if 0xDC80 <= ord(text[exc.start]) <= 0xDCFF else "a surrogate"
-        raise ArgumentError(f"{what} {ascii(text)[:80]} is not UTF-8 text (it holds {byte})") from None
+    if is_utf8(text):
+        return
+    surrogate = ord(next(character for character in text if 0xD800 <= ord(character) <= 0xDFFF))
+    byte = f"0x{surrogate - 0xDC00:02x}" if 0xDC80 <= surrogate <= 0xDCFF else "a surrogate"
+    raise ArgumentError(f"{what} {ascii(text)[:80]} is not UTF-8 text (it holds {byte})")
 
 
 def parse_arguments(words: Sequence[str], input_schema: Mapping[str, Any] | None = None) -> dict[str, Any]:

@@ -263,7 +263,7 @@ def _schema_names(path: str) -> list[str] | None:
 _PATH_SPACE = " \t\n\r\f"
 # A name outside quotes is folded to lower case in ASCII only, as PostgreSQL folds it in a multi-byte encoding.
 _ASCII_LOWER = str.maketrans(string.ascii_uppercase, string.ascii_lowercase)
-_PATH_PART = re.compile(r'[ \t\n\r\f]*(?:"((?:[^"]|"")*)"|([^", \t\n\r\f\v]+))[ \t\n\r\f]*,')
+_PATH_PART = re.compile(rf'[{_PATH_SPACE}]*(?:"((?:[^"]|"")*)"|([^",{_PATH_SPACE}\v]+))[{_PATH_SPACE}]*,')
 
 
 @asynccontextmanager

@@ -35,7 +35,7 @@ from safedb.sql.structure import functions_in_checks, statement_shape
 _SQL_SPACE = " \t\n\f\r"
 """What SQLite's tokenizer takes for white space (`str.isspace` and `\\s` take more: a no-break space is part of a
 name to SQLite)."""
-_LEADING_NOISE = re.compile(r"(?:[ \t\n\f\r]+|;|--[^\n]*(?:\n|$)|/\*.*?(?:\*/|$))*", re.DOTALL)
+_LEADING_NOISE = re.compile(rf"(?:[{_SQL_SPACE}]+|;|--[^\n]*(?:\n|$)|/\*.*?(?:\*/|$))*", re.DOTALL)
 _WORD = re.compile(r"[A-Za-z_]+")
 
 
