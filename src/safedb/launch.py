@@ -98,6 +98,7 @@ def run(settings: Settings, announce: Callable[[str], None]) -> None:
             if not path.is_dir():  # a typo would otherwise show only when a statement is refused
                 announce(f"warning: {path}, allowed for ATTACH and VACUUM INTO on {target.name}, is not a directory")
     labels = ", ".join(database.label for database in databases.values())
+    announce(f"audit log: {audit.label}")
     announce(f"SafeDB {__version__} serving {labels} {where}")
     with contextlib.suppress(KeyboardInterrupt):
         anyio.run(app.serve, settings, databases, audit, listener)

@@ -12,6 +12,7 @@ from mcp.client.client import Client
 from safedb.audit import AuditQuery, open_audit_store
 from tests.helpers import Responder, serving_process
 from tests.postgres.conftest import PgDatabase
+from tests.postgres_server import WRITER
 
 pytestmark = pytest.mark.anyio
 
@@ -49,6 +50,9 @@ async def test_audit_log_in_a_postgres_schema(pg: PgDatabase, tmp_path: Path) ->
             result = await client.call_tool("execute_query", {"query": query})
     assert result.structured_content is not None
     assert result.structured_content["status"] == "declined"
+    # The banner says where decisions go, without the password the URL holds.
+    banner = [line for line in server.log if line.startswith("audit log: ")]
+    assert banner == [f"audit log: postgresql {WRITER}@127.0.0.1:{pg.server.port}/{pg.name}, schema safedb_audit\n"]
     with open_audit_store(audit_url, readonly=True) as store:
         decisions = [(str(r.decision), r.sql) for r in store.records(AuditQuery())]
     assert decisions[-2:] == [("requested", query), ("declined", query)]

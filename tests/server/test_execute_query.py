@@ -241,6 +241,38 @@ async def test_multiple_statements_are_refused_and_none_runs(connect: ClientFact
     assert rows(shared_db, f"SELECT count(*) FROM {table}") == [(3,)]
 
 
+@pytest.mark.parametrize(
+    ("tool", "arguments", "problem"),
+    [
+        ("execute_query", {}, "`query` is missing"),
+        ("execute_query", {"query": 5}, "`query` must be text, not a number"),
+        ("execute_query", {"query": None}, "`query` must be text, not null"),
+        ("execute_query", {"query": {"sql": "DELETE FROM users"}}, "`query` must be text, not an object"),
+        ("execute_query", {"query": "DELETE FROM users", "target": 3}, "`target` must be text, not a number"),
+        ("describe_table", {"table": "users"}, "`name` is missing"),
+    ],
+)
+async def test_arguments_that_do_not_fit_the_schema_are_told_in_plain_words_and_nothing_runs(
+    connect: ClientFactory, shared_db: Path, tool: str, arguments: dict[str, Any], problem: str
+) -> None:
+    users = rows(shared_db, "SELECT * FROM users")
+    responder = Responder()
+    async with connect(responder) as client:
+        result = await client.call_tool(tool, arguments)
+    assert result.is_error
+    text = result.content[0].text  # type: ignore[union-attr]
+    takes = "`name` (required), `target` (optional)" if tool == "describe_table" else "`query` (required)"
+    assert text.startswith(f"Invalid arguments for {tool}: {problem}. It takes {takes}")
+    assert "pydantic" not in text  # nor its link
+    assert "Arguments" not in text  # the model's name
+    assert responder.asked == []
+    assert rows(shared_db, "SELECT * FROM users") == users
+
+
+def test_the_server_says_where_its_audit_log_is(served: ServerProcess, shared_db: Path) -> None:
+    assert f"audit log: {(shared_db.parent / 'audit.db').resolve()}\n" in served.log
+
+
 async def test_list_and_describe_tables(connect: ClientFactory) -> None:
     async with connect(Responder()) as client:
         listed = await client.call_tool("list_tables", {})

@@ -64,6 +64,10 @@ class PostgresAuditStore(ThreadedAuditStore[Connection]):
         self._busy_timeout = busy_timeout
         self._sql = _Statements(schema)
 
+    @property
+    def label(self) -> str:
+        return f"postgresql {self.where}, schema {self.schema}"
+
     @classmethod
     def open(
         cls, url: str, *, schema: str = DEFAULT_SCHEMA, readonly: bool = False, busy_timeout: float = 30.0

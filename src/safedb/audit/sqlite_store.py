@@ -96,6 +96,10 @@ class SqliteAuditStore(ThreadedAuditStore[sqlite3.Connection]):
             writer.close()
             raise
 
+    @property
+    def label(self) -> str:
+        return str(self.path.resolve())
+
     def close(self) -> None:
         super().close()
         if self._wal_sync is not None:

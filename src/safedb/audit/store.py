@@ -84,6 +84,11 @@ class ChainSnapshot:
 class AuditStore(Protocol):
     """An append-only, hash-chained log of decisions. There is no way to change or remove a record."""
 
+    @property
+    def label(self) -> str:
+        """Where the log is kept, for people to read (a file's path; never a password)."""
+        ...
+
     async def record(self, event: AuditEvent) -> AuditRecord:
         """Append one event (off the event loop) and return it as stored."""
         ...

@@ -6,7 +6,6 @@ Commands: tools, call TOOL key=value..., TOOL key=value... (when TOOL is a tool)
 from __future__ import annotations
 
 import logging
-import shlex
 import signal
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -24,6 +23,7 @@ from safedb.client.connection import Connection, MalformedReply, connection_lost
 from safedb.client.interrupts import Interrupted, cancelled_by
 from safedb.client.results import describe_tools, error_json, render_error, render_result, result_json
 from safedb.client.sanitize import clean_text, shown_text
+from safedb.client.words import split_words
 from safedb.terminal_json import visible_json
 
 logger = logging.getLogger(__name__)
@@ -80,7 +80,7 @@ class CommandRunner:
             return CommandOutcome()
         self.history.append(line)
         try:
-            words = shlex.split(line)
+            words = split_words(line)
         except ValueError as exc:
             self.write(f"Cannot read that line: {exc}")
             return CommandOutcome(ok=False)

@@ -20,6 +20,7 @@ from urllib.parse import urlsplit
 from safedb.client.config_variables import AskInput, ConfigVariableError, ConfigVariables
 from safedb.client.data_files import DataFileError, read_data_file
 from safedb.client.sanitize import clean_text
+from safedb.client.words import split_words
 
 
 class TargetError(ValueError):
@@ -85,7 +86,7 @@ def _check_header(name: str, value: str) -> None:
 
 def stdio_target(command_line: str) -> StdioTarget:
     try:
-        words = shlex.split(command_line)
+        words = split_words(command_line)
     except ValueError as exc:
         raise TargetError(f"Cannot split the command {command_line!r}: {exc}") from None
     if not words:

@@ -7,16 +7,21 @@ import inspect
 import logging
 import socket
 from collections.abc import Mapping
+from typing import Any
 
 import uvicorn
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.request_state import RequestStateSecurity
+from mcp.types import CallToolResult, InputRequiredResult
 from mcp_types import ToolAnnotations
+from pydantic import ValidationError
 
 from safedb import __version__
 from safedb.approval.board import ApprovalBoard
 from safedb.audit import AuditStore
 from safedb.db.backend import Database
+from safedb.server.arguments import argument_error
 from safedb.server.elicitation import ApprovalChannel
 from safedb.server.resumption import WithoutResumption
 from safedb.server.targets import ServedTarget, ServedTargets
@@ -39,6 +44,21 @@ _READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempo
 _MAY_CHANGE = ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=False, open_world_hint=False)
 
 
+class SafeDBServer(MCPServer):
+    """The SDK's server, with tool arguments that do not fit a tool's schema told in plain words."""
+
+    async def call_tool(
+        self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None
+    ) -> CallToolResult | InputRequiredResult:
+        try:
+            return await super().call_tool(name, arguments, context)
+        except ToolError as exc:
+            if not isinstance(exc.__cause__, ValidationError):
+                raise
+            schema = next((tool.input_schema for tool in await self.list_tools() if tool.name == name), {})
+            raise ToolError(argument_error(name, exc.__cause__, schema)) from exc.__cause__
+
+
 def build_server(settings: Settings, databases: Mapping[str, Database], audit: AuditStore) -> MCPServer:
     """The MCP server for the settings' targets (`databases` holds each target's open database, by name);
     every decision about a change is recorded in `audit`."""
@@ -52,7 +72,7 @@ def build_server(settings: Settings, databases: Mapping[str, Database], audit: A
         if settings.request_state_keys
         else RequestStateSecurity.ephemeral(ttl=ttl)
     )
-    server: MCPServer = MCPServer(
+    server: MCPServer = SafeDBServer(
         name="SafeDB", instructions=INSTRUCTIONS, version=__version__, request_state_security=security
     )
     trace_only_when_set_up(server)
