@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from mcp.client.client import Client
 
-from safedb.audit import AuditDecision, AuditWriteFailed, SqliteAuditStore, verify
+from safedb.audit import AuditDecision, AuditQuery, AuditWriteFailed, SqliteAuditStore, verify
 from tests.audit.helpers import event
 from tests.helpers import Responder, rows, safedb_serve
 
@@ -56,7 +56,7 @@ _APPEND_PAST_THE_MEMORY_LIMIT = """
 import sqlite3, sys
 from dataclasses import replace
 from pathlib import Path
-from safedb.audit import AuditDecision, AuditWriteFailed, SqliteAuditStore, verify
+from safedb.audit import AuditDecision, AuditQuery, AuditWriteFailed, SqliteAuditStore, verify
 from tests.audit.helpers import event
 with SqliteAuditStore.open(Path(sys.argv[1])) as store:
     store.append(event(AuditDecision.REQUESTED, 1))
@@ -80,3 +80,18 @@ def test_an_append_past_sqlites_memory_limit_is_a_failure_to_write(audit_path: P
     )  # fmt: skip
     assert ran.returncode == 0, ran.stderr
     assert ran.stdout.splitlines() == ["The audit log could not be written (out of memory).", "intact"], ran.stdout
+
+
+async def test_an_audit_log_whose_path_is_not_utf8_is_written_and_verified(demo_db: Path) -> None:
+    """A path is bytes to the system: opening the log at one that is not UTF-8 text (a directory named in Latin-1)
+    ended `safedb serve` in a traceback, decoding the name SQLite gave back for it."""
+    audit_path = demo_db.parent / os.fsdecode(b"journal-\xe9t\xe9.db")
+    with safedb_serve(demo_db, env={"SAFEDB_AUDIT_DB": str(audit_path)}) as server:
+        async with Client(server.url, elicitation_callback=Responder()) as client:
+            result = await client.call_tool("execute_query", {"query": "DELETE FROM invoices WHERE id = 4"})
+    assert not result.is_error, result.content
+    assert f"audit log: {demo_db.parent}/journal-\\udce9t\\udce9.db\n" in server.log
+    with SqliteAuditStore.open(audit_path, readonly=True) as store:
+        assert verify(store).intact
+        decisions = [str(record.decision) for record in store.records(AuditQuery())]
+    assert decisions == ["requested", "accepted", "executed"]

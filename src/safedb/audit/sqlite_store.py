@@ -285,8 +285,10 @@ class SqliteAuditStore(ThreadedAuditStore[sqlite3.Connection]):
 
 
 def _writer_files(writer: sqlite3.Connection) -> tuple[str, str]:
-    """The writer's main file and its -wal file, named as SQLite names it: after the main file's full path."""
-    main_file = str(next(row[2] for row in writer.execute("PRAGMA database_list") if row[1] == "main"))
+    """The writer's main file and its -wal file, named as SQLite names it: after the main file's full path. Read
+    as bytes, since a path need not be UTF-8 text (SQLite keeps the bytes it was given)."""
+    (name,) = writer.execute("SELECT CAST(file AS BLOB) FROM pragma_database_list WHERE name = 'main'").fetchone()
+    main_file = os.fsdecode(name)
     return main_file, f"{main_file}-wal"
 
 
