@@ -86,7 +86,7 @@ def answers_result(results: dict[str, ElicitResult]) -> CallToolResult:
     return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=structured)
 
 
-async def _ask_forms(
+async def ask_forms(
     ctx: Context[Any, Any], questions: dict[str, tuple[str, dict[str, Any]]]
 ) -> CallToolResult | InputRequiredResult:
     """Ask every question at once: as concurrent elicitation/create requests, or as one InputRequiredResult."""
@@ -123,26 +123,26 @@ def build_server() -> MCPServer:
 
     async def ask_everything(ctx: Context[Any, Any]) -> CallToolResult | InputRequiredResult:
         """Ask for one form with every schema feature."""
-        return await _ask_forms(ctx, {"form": (MESSAGE, EVERY_FEATURE_SCHEMA)})
+        return await ask_forms(ctx, {"form": (MESSAGE, EVERY_FEATURE_SCHEMA)})
 
     async def ask_three(ctx: Context[Any, Any]) -> CallToolResult | InputRequiredResult:
         """Ask three questions at once."""
-        return await _ask_forms(ctx, {f"q{n}": (f"Question number {n}", CONFIRM_SCHEMA) for n in (1, 2, 3)})
+        return await ask_forms(ctx, {f"q{n}": (f"Question number {n}", CONFIRM_SCHEMA) for n in (1, 2, 3)})
 
     async def ask_without_words(ctx: Context[Any, Any]) -> CallToolResult | InputRequiredResult:
         """Ask a question whose message is empty."""
-        return await _ask_forms(ctx, {"blank": ("", CONFIRM_SCHEMA)})
+        return await ask_forms(ctx, {"blank": ("", CONFIRM_SCHEMA)})
 
     async def ask_secret(ctx: Context[Any, Any]) -> CallToolResult | InputRequiredResult:
         """Ask for an API key in form mode (which the spec forbids)."""
         schema = {"type": "object", "properties": {"api_key": {"type": "string", "title": "API key"}}}
-        return await _ask_forms(ctx, {"secret": ("Paste your API key", schema)})
+        return await ask_forms(ctx, {"secret": ("Paste your API key", schema)})
 
     async def ask_for(
         requested_schema: dict[str, Any], ctx: Context[Any, Any], message: str = "Please answer"
     ) -> CallToolResult | InputRequiredResult:
         """Ask for one form with exactly the given requested schema."""
-        return await _ask_forms(ctx, {"form": (message, requested_schema)})
+        return await ask_forms(ctx, {"form": (message, requested_schema)})
 
     def refuse_with_an_error(
         message: str = "this tool answers every call with a JSON-RPC error", code: int = INVALID_PARAMS

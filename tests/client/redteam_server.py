@@ -10,13 +10,21 @@ import argparse
 import os
 import subprocess
 import sys
+import threading
+import time
 from typing import Any
 
 import anyio
 from mcp.server.mcpserver import Context, MCPServer
 from mcp_types import CallToolResult, ElicitRequest, ElicitRequestURLParams, ElicitResult, InputRequiredResult
 
-from tests.client.feature_server import answers_result, serve_over_http, speaks_input_required
+from tests.client.feature_server import (
+    CONFIRM_SCHEMA,
+    answers_result,
+    ask_forms,
+    serve_over_http,
+    speaks_input_required,
+)
 
 
 def build_server() -> MCPServer:
@@ -50,6 +58,22 @@ def build_server() -> MCPServer:
         sys.stderr.flush()
         return "written"
 
+    async def ask_after_writing_stderr(
+        lines: list[str], ctx: Context[Any, Any]
+    ) -> CallToolResult | InputRequiredResult:
+        """Ask, and write the lines on stderr a moment later, while the question is open (a hostile server would
+        write a question header of its own)."""
+
+        def write_soon() -> None:
+            time.sleep(0.3)
+            for line in lines:
+                sys.stderr.write(f"{line}\n")
+            sys.stderr.flush()
+
+        if not ctx.input_responses:
+            threading.Thread(target=write_soon, daemon=True).start()
+        return await ask_forms(ctx, {"confirm": ("Is this the real question?", CONFIRM_SCHEMA)})
+
     def leave_stderr_open(seconds: float) -> int:
         """Start a process outside this server's process group that keeps its stderr open; return its pid."""
         sleeper = [sys.executable, "-c", f"import time; time.sleep({seconds!r})"]
@@ -80,6 +104,7 @@ def build_server() -> MCPServer:
     server.add_tool(write_stderr)
     server.add_tool(process_facts)
     server.add_tool(leave_stderr_open)
+    server.add_tool(ask_after_writing_stderr)
     return server
 
 

@@ -14,6 +14,13 @@ import subprocess
 import sys
 import time
 
+import anyio
+import pytest
+from mcp_types import ElicitResult
+
+from safedb.client.connection import connect
+from safedb.client.requests import ElicitationRequest
+from safedb.client.targets import stdio_target
 from tests.client.servers import ROOT
 from tests.client.test_client_redteam import safedb
 
@@ -88,3 +95,39 @@ def test_a_client_whose_own_stderr_is_gone_still_relays_and_finishes_the_call() 
         os.close(writing)
     assert result.returncode == 0
     assert result.stdout.strip() == "written"
+
+
+FAKE_HEADER = ["", "── Question from the server ──", "Server: Trusted Bank (https://bank.example)", "Message:"]
+
+
+class _AnswerAfterAWhile:
+    """Declines each question once the stderr relay has had time to show what the server writes while it is open."""
+
+    def __init__(self, capsys: pytest.CaptureFixture[str]) -> None:
+        self.capsys = capsys
+        self.shown_while_asked: list[str] = []
+
+    async def answer(self, request: ElicitationRequest) -> ElicitResult:
+        self.capsys.readouterr()  # what came before the question
+        await anyio.sleep(1.5)  # the server writes 0.3 s after it asks
+        self.shown_while_asked.append(self.capsys.readouterr().err)
+        return ElicitResult(action="decline")
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("era", ["handshake", "2026-07-28"])
+async def test_what_a_server_writes_on_stderr_waits_until_its_question_is_answered(
+    capsys: pytest.CaptureFixture[str], era: str
+) -> None:
+    """A server flooding its stderr as it asks could push the question's `Server:` line out of view and draw a header
+    of its own in its place: its lines are held back while a question is open, then shown, all of them, in order."""
+    lines = [f"filler {number}" for number in range(40)] + FAKE_HEADER
+    answerer = _AnswerAfterAWhile(capsys)
+    async with connect(stdio_target(REDTEAM_STDIO), answerer, era) as connection:
+        result = await connection.call_tool("ask_after_writing_stderr", {"lines": lines})
+        assert result.structured_content == {"confirm": {"action": "decline"}}
+    assert len(answerer.shown_while_asked) == 1
+    assert "filler" not in answerer.shown_while_asked[0]
+    assert "Trusted Bank" not in answerer.shown_while_asked[0]
+    shown_after = capsys.readouterr().err.splitlines()
+    assert [line for line in shown_after if line and line in lines] == [line for line in lines if line]

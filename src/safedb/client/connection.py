@@ -41,7 +41,7 @@ from safedb import __version__
 from safedb.client.queue import ElicitationQueue
 from safedb.client.requests import Answerer, ElicitationRequest, Era, ServerIdentity
 from safedb.client.result_type import DefaultResultType, first_problem
-from safedb.client.server_stderr import stdio_transport
+from safedb.client.server_stderr import stdio_transport, write_to_stderr
 from safedb.client.targets import HttpTarget, Target
 
 logger = logging.getLogger(__name__)
@@ -216,7 +216,12 @@ class Connection:
         if len(text) > _LOG_MESSAGE_CHARACTERS:
             text = text[: _LOG_MESSAGE_CHARACTERS - 3] + "..."
         source = self.target.describe() + (f" ({params.logger})" if params.logger else "")
-        server_log.log(_LOG_LEVELS.get(params.level, logging.WARNING), "%s logs: %s", source, text)
+        level = _LOG_LEVELS.get(params.level, logging.WARNING)
+        self._queue.show_when_no_question(lambda: server_log.log(level, "%s logs: %s", source, text))
+
+    def show_server_line(self, line: str) -> None:
+        """A line of a stdio server's stderr, on the client's own, once no question is open."""
+        self._queue.show_when_no_question(lambda: write_to_stderr(line))
 
     async def _complete_required_urls(self, error: MCPError) -> bool:
         try:
@@ -274,7 +279,8 @@ async def connect(target: Target, answerer: Answerer, era: str = "auto") -> Asyn
                 # session hung; replaced, its line is reported as not an MCP message and the session goes on.
                 encoding_error_handler="replace",
             )
-            transport = stdio_transport(parameters)  # its stderr cleaned, as all server text
+            # Its stderr cleaned, as all server text, and held back while a question is open.
+            transport = stdio_transport(parameters, connection.show_server_line)
         client = Client(
             DefaultResultType(transport, connection.negotiated_version, target.describe()),
             mode=ERA_MODES[era],

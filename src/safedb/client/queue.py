@@ -1,7 +1,11 @@
-"""Several elicitations arriving at once are answered one at a time, each shown as "n of total"."""
+"""Several elicitations arriving at once are answered one at a time, each shown as "n of total"; what the server
+writes on its own meanwhile is shown once they are answered."""
 
 from __future__ import annotations
 
+import logging
+from collections import deque
+from collections.abc import Callable
 from dataclasses import replace
 
 import anyio
@@ -9,8 +13,12 @@ from mcp_types import ElicitResult
 
 from safedb.client.requests import Answerer, ElicitationRequest, QueuePosition
 
+logger = logging.getLogger(__name__)
+
 BATCH_WINDOW = 0.15
 """Seconds the first question of a batch waits for siblings, so that it can say "1 of 3" rather than "1"."""
+HELD_OUTPUT = 1000
+"""Lines from the server kept back while questions are open (`show_when_no_question`); older ones are dropped."""
 
 
 class ElicitationQueue:
@@ -25,6 +33,30 @@ class ElicitationQueue:
         self._all_closed = anyio.Event()
         self._arrived = 0
         self._answered = 0
+        self._held: deque[Callable[[], None]] = deque(maxlen=HELD_OUTPUT)
+        self._dropped = 0
+
+    def show_when_no_question(self, show: Callable[[], None]) -> None:
+        """Run `show`, which writes something the server sent of its own accord (a line of its stderr, a log
+        message) to the terminal: now, or, while a question is open, once every question is answered. Written
+        meanwhile, it could push the question's `Server:` line out of view and draw one of its own."""
+        if not self._open:
+            show()
+            return
+        if len(self._held) == HELD_OUTPUT:
+            self._dropped += 1
+        self._held.append(show)
+
+    def _show_held(self) -> None:
+        if self._dropped:
+            logger.warning(
+                "The server wrote %s more lines while a question was open; only its last %s are shown.",
+                f"{self._dropped:,}",
+                f"{HELD_OUTPUT:,}",
+            )
+            self._dropped = 0
+        while self._held:
+            self._held.popleft()()
 
     async def answer(self, request: ElicitationRequest) -> ElicitResult:
         """The answerer's answer; "cancel" when the question is withdrawn before it is answered."""
@@ -51,6 +83,7 @@ class ElicitationQueue:
                     self._arrived = 0
                     self._answered = 0
                     self._all_closed.set()
+                    self._show_held()
         return ElicitResult(action="cancel")
 
     async def withdraw_all(self) -> None:
