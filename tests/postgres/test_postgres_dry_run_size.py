@@ -100,7 +100,7 @@ async def test_a_large_update_or_delete_gets_the_estimate_and_writes_nothing(
     assert impact.rows_affected is None
     line = impact.lines[0]
     assert line.startswith(
-        f"Impact preview: about {wording.rows(_WIDE_ROWS)} would be affected ({verbs}), by the planner's estimate; "
+        f"about {wording.rows(_WIDE_ROWS)} would be affected ({verbs}), by the planner's estimate; "
         "no dry run (it would write about "
     ), line
     assert _TOO_MUCH in line
@@ -132,4 +132,4 @@ async def test_explain_analyze_of_a_change_gets_no_dry_run(pg: PgDatabase) -> No
     _, impact = await pg.asked("EXPLAIN ANALYZE UPDATE wide SET id = -id")
     assert _footprint(pg, "wide") == before
     assert impact.rows_affected is None
-    assert impact.lines[0].startswith("Impact preview: no dry run and no planner's estimate (update; EXPLAIN ANALYZE")
+    assert impact.lines[0].startswith("no dry run and no planner's estimate (update; EXPLAIN ANALYZE")

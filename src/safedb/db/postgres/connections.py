@@ -93,10 +93,14 @@ def read_transaction(connection: Connection) -> AbstractAsyncContextManager[Any]
 # With the legacy `off`, `'x\'' , f() --'` is one string to SafeDB's parser (pglast) and a call of f() to the
 # server.
 _STRING_SETTINGS = {"standard_conforming_strings": "on"}
-# The schemas a session's search path actually reaches: those that exist and that its role may use.
+# The schemas a session's search path actually reaches: those that exist and that its role may use. Without
+# pg_catalog, which PostgreSQL then searches first: SafeDB's catalog queries name the system catalogs without a
+# schema, and a path naming it after another schema (`public, pg_catalog`) would let a `public.pg_trigger` take
+# the place of the real one in them (`shadowing` checks functions and operators, not relations).
 _EFFECTIVE_SEARCH_PATH_SQL = (
     "SELECT pg_catalog.array_to_string(ARRAY(SELECT pg_catalog.quote_ident(s) "
-    "FROM pg_catalog.unnest(pg_catalog.current_schemas(false)) AS s), ', ')"
+    "FROM pg_catalog.unnest(pg_catalog.current_schemas(false)) AS s "
+    "WHERE s OPERATOR(pg_catalog.<>) 'pg_catalog'), ', ')"
 )
 
 

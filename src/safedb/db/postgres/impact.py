@@ -32,7 +32,6 @@ from safedb.db.postgres.connections import (
     bounded,
     read_transaction,
     server_message,
-    set_statement_timeout,
 )
 from safedb.db.postgres.counting import count_is_a_read
 from safedb.db.postgres.prepared import ReaderStatement
@@ -212,6 +211,7 @@ _CASCADES = {
 _DRY_RUN_LOCK_WAIT = "100ms"
 _EVENT_TRIGGERS_SQL = "SELECT EXISTS (SELECT 1 FROM pg_event_trigger WHERE evtenabled <> 'D')"
 _CASCADED = "drop cascades to "
+_CASCADES_REPORTED_BY = "reportDependentObjects"  # PostgreSQL's function that reports them, in any language
 
 _SIZE_SQL = """
 SELECT c.relkind::text, pg_total_relation_size(c.oid), c.reltuples::bigint, c.relrowsecurity FROM pg_class c
@@ -284,8 +284,7 @@ async def measure_impact(
                 verbs = ", ".join(str(kind) for kind in changed)
                 others = ", ".join(str(kind) for kind in classification.kinds if kind not in DATA_KINDS)
                 line = (
-                    f"Impact preview: no dry run and no planner's estimate ({verbs}, with {others}: effects a "
-                    "rollback may not undo)."
+                    f"no dry run and no planner's estimate ({verbs}, with {others}: effects a rollback may not undo)."
                 )
                 impact = Impact(lines=(line, *object_lines))
             else:
@@ -295,10 +294,10 @@ async def measure_impact(
                 return replace(impact, lines=(*impact.lines, *classification.cascades, *drop_lines), drops=drops)
             return replace(impact, lines=(*impact.lines, *classification.cascades))
     except TimeoutError:
-        return Impact(lines=(f"Impact preview: not finished within the {seconds:g} s time limit.",))
+        return Impact(lines=(f"the dry run did not finish within the {seconds:g} s time limit.",))
     except psycopg.Error as exc:
         reason = server_message(exc)
-        return Impact(lines=(f"Impact preview: the dry run did not finish (PostgreSQL reported: {reason}).",))
+        return Impact(lines=(f"the dry run did not finish (PostgreSQL reported: {reason}).",))
 
 
 def quoted_tables(classification: Classification) -> list[str]:
@@ -508,7 +507,7 @@ async def _data_impact(
     if obstacles:
         reasons = "; ".join(f"{o.relation}: {o.reason}" for o in obstacles)
         if any(o.blocks_planning for o in obstacles):
-            line = f"Impact preview: no dry run and no planner's estimate ({verbs}; {reasons})."
+            line = f"no dry run and no planner's estimate ({verbs}; {reasons})."
             return Impact(lines=(line,))
         return _estimate_only(await _planner_estimate(pools, statement, seconds), verbs, reasons)
     async with pools.writer() as connection, connection.transaction(force_rollback=True):
@@ -516,7 +515,7 @@ async def _data_impact(
         # Planned in the dry run's own transaction (nothing runs: no more than the dry run would plan anyway).
         explained = await _explained(connection, statement, quoted_tables(classification))
         if explained is None and not statement.plans_write_rules:  # a plain EXPLAIN (`plans_write_rules`) only plans
-            return Impact(lines=(f"Impact preview: no dry run and no planner's estimate ({verbs}; {_UNPLANNED}).",))
+            return Impact(lines=(f"no dry run and no planner's estimate ({verbs}; {_UNPLANNED}).",))
         if explained is not None and (reason := _too_much_to_write(explained)):
             return _estimate_only(_plan_rows(explained.plan), verbs, reason)
         rows = max(await _dry_run_count(connection, statement), 0)
@@ -528,7 +527,7 @@ async def _data_impact(
             if statement.root == "ExplainStmt"
             else "PostgreSQL does not report how many rows the data-modifying queries in its WITH clause change"
         )
-        line = f"Impact preview: the dry run ({verbs}) finished and was rolled back; {uncounted}."
+        line = f"the dry run ({verbs}) finished and was rolled back; {uncounted}."
         return Impact(lines=(line,))
     line = f"{wording.rows(rows)} would be affected ({verbs}), measured by a dry run that was rolled back."
     return Impact(lines=(line,), rows_affected=rows)
@@ -550,7 +549,7 @@ def _too_much_to_write(explained: _Explained) -> str | None:
 def _estimate_only(estimate: int | None, verbs: str, reason: str) -> Impact:
     """The planner's estimate instead of a dry run, and why: it binds no count (`Impact.rows_affected`)."""
     about = f"about {wording.rows(estimate)}" if estimate is not None else "an unknown number of rows"
-    line = f"Impact preview: {about} would be affected ({verbs}), by the planner's estimate; no dry run ({reason})."
+    line = f"{about} would be affected ({verbs}), by the planner's estimate; no dry run ({reason})."
     return Impact(lines=(line,))
 
 
@@ -601,7 +600,10 @@ def cascades_reported(connection: Connection) -> Iterator[list[str]]:
 
     def note(notice: psycopg.errors.Diagnostic) -> None:
         primary = notice.message_primary or ""
-        if primary.startswith(_CASCADED):
+        # Known by the function that reports it too: a server (or a database or role setting) may have its
+        # messages in another language (`lc_messages`), where the English words would match nothing, so a DROP
+        # would take all it takes unshown. Those are kept in the server's words.
+        if primary.startswith(_CASCADED) or notice.source_function == _CASCADES_REPORTED_BY:
             lines = notice.message_detail.splitlines() if notice.message_detail else [primary]
             dropped.extend(line.removeprefix(_CASCADED) for line in lines)
 
@@ -644,7 +646,8 @@ async def _planner_estimate(pools: Pools, statement: PostgresStatement, seconds:
     """EXPLAIN (no ANALYZE: nothing runs) in a read-only transaction on the writer, which may plan the change."""
     async with pools.writer() as connection, connection.transaction(force_rollback=True):
         await connection.execute("SET TRANSACTION READ ONLY")
-        await set_statement_timeout(connection, seconds)
+        # Its time limits, and that the writer still searches the schemas the checks searched.
+        await begin_catalog_work(connection, seconds)
         explained = await _explained(connection, statement)
     return _plan_rows(explained.plan) if explained is not None else None
 

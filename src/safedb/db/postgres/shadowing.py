@@ -63,12 +63,27 @@ WHERE o.oprname OPERATOR(pg_catalog.=) ANY ({_names(CATALOG_OPERATORS)}) AND o.o
   AND {_FROM_BUILT_IN.format(type="o.oprleft")} AND {_FROM_BUILT_IN.format(type="o.oprright")}
   AND {_NOT_AN_EXTENSION_MEMBER.format(catalog="pg_catalog.pg_operator", oid="o.oid")}
 """
+# Both pools search the schemas the reader could use when they opened (`connections._reader_search_path`), as the
+# session's search_path spells them. A role skips a schema there it may no longer use (USAGE revoked meanwhile, by
+# an approved REVOKE too), where the other still searches it: a name would then mean one table to the checks made
+# as the reader and another to the dry run and the approved statement made as the writer. The schemas on the path
+# that exist and that this session's role may not use; a name matched as one element of the list.
+_UNUSABLE_SEARCHED_SQL = """
+SELECT n.nspname::pg_catalog.text FROM pg_catalog.pg_namespace n
+WHERE pg_catalog.strpos(
+        ', '::pg_catalog.text OPERATOR(pg_catalog.||) pg_catalog.current_setting('search_path')
+          OPERATOR(pg_catalog.||) ', '::pg_catalog.text,
+        ', '::pg_catalog.text OPERATOR(pg_catalog.||) pg_catalog.quote_ident(n.nspname::pg_catalog.text)
+          OPERATOR(pg_catalog.||) ', '::pg_catalog.text) OPERATOR(pg_catalog.>) 0
+  AND NOT pg_catalog.has_schema_privilege(n.oid, 'USAGE')
+"""
 _BEGIN = ReaderStatement(
     "safedb_begin_catalog_work",
     f"""
 SELECT pg_catalog.set_config('statement_timeout', %(limit)s, %(local)s),
        pg_catalog.set_config('lock_timeout', %(limit)s, %(local)s),
-       ARRAY({_SHADOWING_SQL})
+       ARRAY({_SHADOWING_SQL}),
+       ARRAY({_UNUSABLE_SEARCHED_SQL})
 """,
 )
 
@@ -76,8 +91,16 @@ SELECT pg_catalog.set_config('statement_timeout', %(limit)s, %(local)s),
 async def begin_catalog_work(connection: Connection, seconds: float, *, local: bool = True) -> None:
     """The time limits of `set_statement_timeout`, and the check that no function or operator can
     take the place of PostgreSQL's own in SafeDB's catalog queries, in one round trip: call it first in every
-    transaction (or, with local=False, session) that runs them. QueryFailed when one can."""
-    ((_, _, found),) = await _BEGIN.rows(connection, {"limit": milliseconds(seconds), "local": local})
+    transaction (or, with local=False, session) that runs them. QueryFailed when one can, and when the session's
+    role may not use a schema its search path names (`_UNUSABLE_SEARCHED_SQL`)."""
+    ((_, _, found, unusable),) = await _BEGIN.rows(connection, {"limit": milliseconds(seconds), "local": local})
+    if unusable:
+        raise QueryFailed(
+            f"SafeDB cannot check statements on this database: the role {connection.info.user} may no longer use "
+            f"schema {', '.join(sorted(unusable))}, which SafeDB's search path names, so a name could mean one "
+            "table to the checks and another to the statement. Nothing was run. Grant USAGE on it to both SafeDB "
+            "roles again, or restart SafeDB (it fixes its search path when it connects)."
+        )
     if found:
         raise QueryFailed(
             "SafeDB cannot check statements on this database: the catalog queries its checks rely on could call "
