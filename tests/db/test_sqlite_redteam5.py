@@ -74,7 +74,7 @@ async def test_running_out_of_memory_is_a_failure_not_a_crash(database_file: Pat
         change = await database.classify(f"UPDATE items SET name = 'c' WHERE id = 1 RETURNING {_TEN_LARGE_VALUES}")
         impact = await database.preview(change)
         assert impact.rows_affected is None
-        assert impact.lines == ("Impact preview: the dry run did not finish (SQLite reported: out of memory).",)
+        assert impact.lines == ("the dry run did not finish (SQLite reported: out of memory).",)
         with pytest.raises(QueryFailed, match="out of memory"):
             await database.write(change)
         # What SQLite had done before it ran out was rolled back, and the connections work on.

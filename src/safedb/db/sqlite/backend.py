@@ -35,10 +35,10 @@ from safedb.db.sqlite.impact import may_replace, measure_impact, rows_changed
 from safedb.db.sqlite.inspector import (
     SchemaFacts,
     inspect_statement,
+    module_storage_names,
     resolved_names,
     schema_facts,
     schema_version,
-    shadow_table_names,
 )
 from safedb.db.sqlite.known_statements import KnownStatements
 from safedb.db.sqlite.row_limit import execute_read
@@ -75,6 +75,11 @@ VACUUM_SCHEMA = "vacuum_db"
 
 # Statements SQLite will not run inside a transaction, or that take effect outside it.
 _OUTSIDE_TRANSACTION = frozenset({ChangeKind.VACUUM, ChangeKind.ATTACH, ChangeKind.DETACH, ChangeKind.PRAGMA})
+
+# Statements that may change how the connection they run on behaves (a pragma's setting, a database attached),
+# which no other connection sees, and pragmas that only change the file, which every connection sees.
+_SETTING_CONNECTION = frozenset({ChangeKind.ATTACH, ChangeKind.DETACH, ChangeKind.PRAGMA})
+_FILE_PRAGMAS = frozenset({"user_version", "application_id", "schema_version", "wal_checkpoint", "incremental_vacuum"})
 
 _CATALOG_SQL = (
     "SELECT name, type, sql FROM sqlite_schema WHERE type IN ('table', 'view') AND name NOT LIKE 'sqlite!_%' "
@@ -144,7 +149,9 @@ class SqliteDatabase:
     lately been quick (a commit waits for the disk). Work stopped there (past the budget, or by a lock) has changed
     nothing and runs again in a worker thread: reads change nothing, and dry runs and changes run inside
     a transaction that is rolled back when they are stopped. Changes that take effect outside a
-    transaction (VACUUM, ATTACH, DETACH, pragmas) always run in a worker thread."""
+    transaction (VACUUM, ATTACH, DETACH, pragmas) always run in a worker thread. A pragma's setting, or a database
+    attached, holds on the one writer it ran on: from then on every dry run and approved change runs on that
+    writer, so that a question never shows what a statement does on another connection than the one it runs on."""
 
     def __init__(self, path: Path, limits: QueryLimits, *, readers: int = 4, label: str | None = None) -> None:
         connections.check_database_file(path)
@@ -165,6 +172,9 @@ class SqliteDatabase:
         self._inline_inspector = connections.open_inspector(path, on_event_loop=True)
         self._writer = connections.open_writer(path)
         self._inline_writer = connections.open_writer(path, on_event_loop=True)
+        # The writer an approved change may have set a pragma or attached a database on: from then on every dry run
+        # and approved change runs there, so that what a question shows is what runs (see `_sets_connection`).
+        self._set_writer: GuardedConnection | None = None
         self._recent_writes = RecentDuration()
         self._known_statements = KnownStatements()
         self._schema: tuple[int, SchemaFacts] = (-1, SchemaFacts())
@@ -305,10 +315,10 @@ class SqliteDatabase:
     async def preview(self, classification: Classification) -> Impact:
         def measure(connection: sqlite3.Connection) -> Impact:
             return measure_impact(
-                connection, classification, lambda: approved_only(classification, shadow_table_names(connection))
+                connection, classification, lambda: approved_only(classification, module_storage_names(connection))
             )
 
-        if self._inline_first(classification):
+        if self._set_writer is None and self._inline_first(classification):
             with contextlib.suppress(QueryFailed):  # a lock, or past the budget: in a worker thread
                 return self._inline(self._inline_writer, measure, self.limits.preview_timeout)
 
@@ -331,7 +341,15 @@ class SqliteDatabase:
         def run(connection: sqlite3.Connection) -> WriteOutcome:
             return self._run_approved(connection, approved, approved_rows)
 
-        if _in_transaction(approved) and self._inline_first(approved) and self._recent_writes.within_budget():
+        writer = self._writer_for(approved.statement)
+        if _sets_connection(approved):
+            self._set_writer = writer  # before it runs: it may have set something even if it fails
+        elif (
+            self._set_writer is None
+            and _in_transaction(approved)
+            and self._inline_first(approved)
+            and self._recent_writes.within_budget()
+        ):
             # Rolled back when it fails: a lock, past the budget, or an error the worker thread will report.
             try:
                 with self._recent_writes.timing():
@@ -340,8 +358,6 @@ class SqliteDatabase:
                 raise
             except QueryFailed:
                 pass
-
-        writer = self._writer_for(approved.statement)
 
         def work() -> WriteOutcome:
             with (
@@ -364,6 +380,8 @@ class SqliteDatabase:
         )
 
     def _writer_for(self, statement: str) -> GuardedConnection:
+        if self._set_writer is not None:
+            return self._set_writer
         return self._long_statement_writer if _is_long(statement) else self._writer
 
     def _run_approved(
@@ -385,7 +403,7 @@ class SqliteDatabase:
                     "was changed; ask again."
                 )
             total_before = connection.total_changes
-            connection.set_authorizer(approved_only(approved, shadow_table_names(connection)))
+            connection.set_authorizer(approved_only(approved, module_storage_names(connection)))
             cursor = connection.execute(approved.statement)
             connection.set_authorizer(None)
             # Schema changes return no rows, though SQLite may show the columns of a query it runs inside
@@ -535,6 +553,17 @@ def _short_steps_only(classification: Classification) -> bool:
         len(statement) <= INLINE_STATEMENT_CHARS
         and calls_only_bounded_functions(classification)
         and not _slow_to_compile(statement)
+    )
+
+
+def _sets_connection(approved: Classification) -> bool:
+    """Whether the approved statement may change how the writer it runs on behaves for later statements: a pragma
+    such as `foreign_keys` or `ignore_check_constraints` holds on that connection only (and a dry run on another
+    writer would show a change other than the one that runs), and so does a database attached."""
+    return any(
+        change.kind in _SETTING_CONNECTION
+        and not (change.kind is ChangeKind.PRAGMA and change.target.name.lower() in _FILE_PRAGMAS)
+        for change in approved.changes
     )
 
 

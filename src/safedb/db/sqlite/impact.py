@@ -9,6 +9,7 @@ from typing import TypeVar
 from safedb import wording
 from safedb.db.backend import Impact
 from safedb.db.sqlite.connections import (
+    MAX_VALUE_BYTES,
     OUT_OF_MEMORY,
     drain,
     dry_run_in_memory,
@@ -38,8 +39,8 @@ def measure_impact(
     `authorizer` makes (only the statement's own actions). It is made once the dry run's transaction has
     begun, so that what it reads of the catalog is what the statement runs against. A statement that
     fails in the dry run is reported in the preview's lines: the question is still asked. Being stopped
-    is raised instead (the time limit, or another connection's lock), so that the caller may measure
-    again where it can wait longer.
+    is raised instead (the time limit, another connection's lock, or the event loop's smaller value limit), so
+    that the caller may measure again where it can wait longer, or build larger values.
     """
     if classification.only_data_changes:
         return _dry_run(connection, classification, authorizer)
@@ -86,7 +87,7 @@ def _rolled_back_run(
         try:
             return observe(run)
         except sqlite3.Error as exc:
-            if was_stopped(exc):
+            if was_stopped(exc) or _past_event_loop_limit(connection, exc):
                 raise
             raise _DidNotFinish(str(exc)) from None
         except MemoryError:
@@ -94,6 +95,15 @@ def _rolled_back_run(
         finally:
             connection.set_authorizer(None)
             roll_back(connection)
+
+
+def _past_event_loop_limit(connection: sqlite3.Connection, exc: sqlite3.Error) -> bool:
+    """Whether the statement built a value larger than `connection` allows, which a writer in a worker thread allows
+    (`MAX_VALUE_BYTES_ON_EVENT_LOOP`): raised, so that it is measured again there, where the approved change runs
+    when it fails on the event loop's writer. Reported as a dry run that did not finish, the question showed no
+    count for an approved DELETE to be held to, which then ran, and deleted what it matched."""
+    primary_code = (getattr(exc, "sqlite_errorcode", None) or 0) & 0xFF
+    return primary_code == sqlite3.SQLITE_TOOBIG and connection.getlimit(sqlite3.SQLITE_LIMIT_LENGTH) < MAX_VALUE_BYTES
 
 
 def _dry_run(
@@ -111,7 +121,7 @@ def _dry_run(
     try:
         total, own, virtual, replaces = _rolled_back_run(connection, classification, authorizer, observe)
     except _DidNotFinish as reported:
-        return Impact(lines=(f"Impact preview: the dry run did not finish (SQLite reported: {reported}).",))
+        return Impact(lines=(f"the dry run did not finish (SQLite reported: {reported}).",))
     verb = ", ".join(str(kind) for kind in classification.kinds)
     line = f"{wording.rows(own)} would be affected ({verb}), measured by a dry run that was rolled back"
     if virtual:

@@ -373,6 +373,27 @@ def shadow_table_names(connection: sqlite3.Connection) -> frozenset[str]:
     return frozenset(name for name, _ in _tables_of(connection, schemas) if _ascii_folded(name) in kept)
 
 
+def module_storage_names(connection: sqlite3.Connection) -> frozenset[str]:
+    """The shadow tables (`shadow_table_names`) that a virtual table's module may write as it runs: a module writes
+    to the tables of its own schema only, and callers compare names without their schema, so a name that is also a
+    table's in a schema where no module keeps it is left out. A database attached on a writer, whose FTS table
+    `notes` keeps `notes_data`, must not make main's own `notes_data` a module's to write (a foreign key's cascade
+    into it would pass for the module's bookkeeping)."""
+    schemas = _schemas(connection)
+    if not reserved_shadow_names(connection, schemas):
+        return frozenset()
+    # By name (`_ascii_folded`): whether every table of that name is kept by a module of its own schema.
+    kept_everywhere: dict[str, bool] = {}
+    names = []
+    for schema in schemas:
+        kept = reserved_shadow_names(connection, [schema])
+        for name, _ in _tables_of(connection, [schema]):
+            folded = _ascii_folded(name)
+            kept_everywhere[folded] = kept_everywhere.get(folded, True) and folded in kept
+            names.append(name)
+    return frozenset(name for name in names if kept_everywhere[_ascii_folded(name)])
+
+
 def reserved_shadow_names(connection: sqlite3.Connection, schemas: list[str] | None = None) -> frozenset[str]:
     """The names (`_ascii_folded`) that the virtual tables in `schemas` (every attached one by default) keep for
     their modules' shadow tables, `<virtual table>_<suffix>`, whether such a table exists or not: a module writes
