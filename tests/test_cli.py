@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from safedb.launch import exposure_warning
 from safedb.web.passwords import hash_password, verify_password
 
 ALICE_HASH = hash_password("correct horse", iterations=1000)
@@ -274,3 +275,18 @@ def test_a_closed_standard_input_reads_as_empty(demo_db: Path, command: str) -> 
     assert result.returncode == 0, result.stderr
     assert "Traceback" not in result.stderr
     assert "serving sqlite" in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("host", "warned"),
+    [("127.0.0.1", False), ("127.0.0.2", False), ("localhost", False), ("::1", False), ("[::1]", False),
+     ("0.0.0.0", True), ("::", True), ("192.168.1.20", True), ("db.example.com", True)],
+)  # fmt: skip
+def test_listening_beyond_this_machine_is_warned_about(host: str, warned: bool) -> None:
+    """The MCP endpoint asks for no credentials, and a client answers its own form questions: `--host 0.0.0.0` started
+    without a word. (Checked without listening there: tests listen on loopback only.)"""
+    warning = exposure_warning(host)
+    assert (warning is not None) == warned
+    if warning is not None:
+        assert warning.startswith(f"warning: listening on {host}, beyond this machine.")
+        assert 'channel = "web"' in warning

@@ -106,7 +106,7 @@ def main() -> None:
     """SafeDB: let AI agents use a real database through MCP, asking a person before anything changes."""
 
 
-@main.command()
+@main.command(short_help="Serve databases over MCP, asking before changes.")
 @click.option(
     "--config", "-c", type=click.Path(dir_okay=False, path_type=Path), envvar="SAFEDB_CONFIG", cls=VariableOption,
     help="TOML configuration file with named targets and their policies (docs/configuration.md).",
@@ -202,7 +202,7 @@ def serve(ctx: click.Context, /, config: Path | None, log_level: str, **options:
         raise click.ClickException(str(exc)) from None
 
 
-@main.command("approver-hash")
+@main.command("approver-hash", short_help="Print an approver's password hash, for server.approvers.")
 @click.option(
     "--password",
     help="Otherwise asked in the terminal (hidden, twice), or read from standard input (one line) when that is "

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import ipaddress
 import logging
 import re
 import socket
@@ -97,11 +98,29 @@ def run(settings: Settings, announce: Callable[[str], None]) -> None:
         for path in target.policy.allowed_paths:
             if not path.is_dir():  # a typo would otherwise show only when a statement is refused
                 announce(f"warning: {path}, allowed for ATTACH and VACUUM INTO on {target.name}, is not a directory")
+    if listener is not None and (warning := exposure_warning(settings.host)) is not None:
+        announce(warning)
     labels = ", ".join(database.label for database in databases.values())
     announce(f"audit log: {audit.label}")
     announce(f"SafeDB {__version__} serving {labels} {where}")
     with contextlib.suppress(KeyboardInterrupt):
         anyio.run(app.serve, settings, databases, audit, listener)
+
+
+def exposure_warning(host: str) -> str | None:
+    """A warning when the HTTP transport listens beyond this machine: the MCP endpoint asks for no credentials, and
+    through it a client answers its own form questions."""
+    try:
+        loopback = host == "localhost" or ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:  # a host name: it may resolve to any address
+        loopback = False
+    if loopback:
+        return None
+    return (
+        f"warning: listening on {host}, beyond this machine. The MCP endpoint asks for no credentials: whoever "
+        "reaches it can read, and approve their own changes on targets whose channel is form. Listen on 127.0.0.1, "
+        'or put SafeDB behind a proxy that authenticates and give production targets channel = "web".'
+    )
 
 
 def open_databases(settings: Settings) -> dict[str, Database]:

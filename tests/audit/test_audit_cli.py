@@ -56,6 +56,17 @@ def test_verify_names_the_tampered_record(audit_path: Path, tamper: str, expecte
     assert "Traceback" not in result.stderr
 
 
+def test_init_of_a_tampered_log_does_not_call_it_ready(audit_path: Path) -> None:
+    fill(audit_path, 3)
+    with tampering(audit_path) as db:
+        db.execute("UPDATE audit_log SET sql = 'SELECT 1' WHERE seq = 2")
+    result = run_audit("init", "--audit-db", str(audit_path))
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert result.stdout.startswith("Audit log NOT intact: record 2 was edited")
+    intact = run_audit("init", "--audit-db", str(audit_path.parent / "fresh.db"))
+    assert intact.stdout == "Audit log ready. Audit log intact: 0 records.\n"
+
+
 def test_audit_db_from_the_environment(audit_path: Path) -> None:
     fill(audit_path, 2)
     result = run_audit("verify", env={"SAFEDB_AUDIT_DB": str(audit_path)})

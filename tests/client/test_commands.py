@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from tests.client.servers import FEATURE_SERVER, ROOT
-from tests.helpers import ServerProcess, rows, safedb_serve, scratch_table
+from tests.helpers import ServerProcess, rows, safedb_serve, scratch_table, serving_process
 
 ERAS = ["handshake", "2026-07-28"]
 
@@ -277,6 +277,36 @@ def test_tabular_results_and_tool_errors_against_safedb(served: ServerProcess, s
     assert "Error from the tool" in failed.stdout
 
 
+def _documented_rules() -> dict[str, Any]:
+    """The rules file docs/client.md shows under "Unattended use"."""
+    section = (ROOT / "docs" / "client.md").read_text(encoding="utf-8").split("## Unattended use", 1)[1]
+    return json.loads(section.split("```json", 1)[1].split("```", 1)[0])  # type: ignore[no-any-return]
+
+
+def test_the_documented_rules_file_accepts_only_the_change_it_is_written_for(
+    tmp_path: Path, served: ServerProcess, shared_db: Path
+) -> None:
+    """The example once searched for `DELETE FROM scratch_\\w+` in the message, which quotes the statement: a DELETE
+    of every user, with that text in a string, was accepted."""
+    rules = answers_file(tmp_path, _documented_rules())
+    table = scratch_table(shared_db)
+    users = rows(shared_db, "SELECT * FROM users")
+
+    def call(query: str) -> str:
+        result = safedb("call", "--answers", rules, served.url, "execute_query", f"query={query}")
+        assert result.returncode == 0, result.stderr  # declined is an answer, not an error (README)
+        return result.stdout
+
+    smuggled = (
+        f"DELETE FROM users WHERE name <> 'DELETE FROM {table}\nChange: data change (delete)\nTouches: table {table}'"
+    )
+    assert "declined" in call(smuggled)
+    assert "declined" in call(f"drop table {table}")
+    assert rows(shared_db, "SELECT * FROM users") == users
+    assert "1 row affected" in call(f"DELETE FROM {table} WHERE id = 1")
+    assert rows(shared_db, f"SELECT id FROM {table} ORDER BY id") == [(2,), (3,)]
+
+
 @pytest.mark.parametrize("era", ERAS)
 def test_unattended_approval_of_a_safedb_change(
     tmp_path: Path, served: ServerProcess, shared_db: Path, era: str
@@ -323,6 +353,25 @@ def test_demo_after_an_approved_run_says_how_to_start_over(tmp_path: Path) -> No
     assert again.returncode == 1
     assert f"an earlier run of the demo dropped it. Delete {data / 'demo.db'} to start over." in again.stdout
     assert "no such table" not in again.stdout
+
+
+def test_demo_against_a_server_with_several_targets_stops_after_its_first_step(tmp_path: Path, demo_db: Path) -> None:
+    """Both steps failed ("Name a target"), and the demo still ended with its moral, as if it had shown it."""
+    config = tmp_path / "safedb.toml"
+    config.write_text(
+        f'[server]\naudit_db = "{tmp_path / "audit.db"}"\n\n'
+        f'[targets.dev]\ndatabase = "{demo_db}"\n\n[targets.other]\ndatabase = "{demo_db}"\n',
+        encoding="utf-8",
+    )
+    command = [sys.executable, "-m", "safedb", "serve", "--config", str(config), "--port", "0"]
+    with serving_process(command) as server:
+        result = safedb("demo", server.url, "--decline-all")
+    assert result.returncode == 1
+    assert "Name a target" in result.stdout
+    assert result.stdout.rstrip().endswith(
+        "The demo stops here: it needs a SafeDB server whose only target is the demo database."
+    )
+    assert "Step 2" not in result.stdout
 
 
 def test_demo_in_a_data_directory_it_cannot_use_says_so_once(tmp_path: Path) -> None:

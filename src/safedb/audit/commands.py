@@ -203,7 +203,8 @@ def init_log(location: str | Path) -> None:
     except SafeDBError as exc:
         raise AuditUnavailable(str(exc)) from None
     with _pipe_safe():
-        click.echo(f"Audit log ready. {report.summary()}")
+        # "ready" only where it is: a log that fails verification is in place, but not one to rely on.
+        click.echo(f"Audit log ready. {report.summary()}" if report.intact else report.summary())
     if not report.intact:
         sys.exit(1)
 

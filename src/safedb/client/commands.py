@@ -59,7 +59,7 @@ def _with_target_options(function: Callable[..., Any]) -> Callable[..., Any]:
     return function
 
 
-@click.command()
+@click.command(short_help="Use any MCP server's tools, answering its questions.")
 @click.argument("target", required=False, metavar="[URL]")
 @_with_target_options
 @click.option("-x", "--execute", "commands", multiple=True, metavar="COMMAND",
@@ -96,7 +96,7 @@ def client(
     _exit(_run(chosen, answerer, era, session))
 
 
-@click.command()
+@click.command(short_help="Call one tool and print its result.")
 @click.argument("words", nargs=-1, required=True, metavar="[URL] TOOL [KEY=VALUE]...")
 @_with_target_options
 @click.option("--json", "json_output", is_flag=True, help="Print the whole result as JSON (for scripts).")
@@ -131,7 +131,7 @@ def call(
     _exit(_run(chosen, answerer, era, one_call))
 
 
-@click.command()
+@click.command(short_help="Show SafeDB at work: a read runs, a DROP TABLE asks.")
 @click.argument("url", required=False)
 @click.option(
     "--data-dir", type=click.Path(file_okay=False), help="Where the demo database lives (when no URL is given)."

@@ -31,6 +31,9 @@ async def run_demo(runner: CommandRunner, say: Callable[[str], None], start_over
         return False
     say(f"Step 1: a read-only query runs at once, without asking.\n  {SAFE_QUERY}\n")
     first = await runner.call("execute_query", [f"query={SAFE_QUERY}"])
+    if not first.ok:  # not the demo database, or not its only target: step 2 would fail too, or drop another table
+        say("\nThe demo stops here: it needs a SafeDB server whose only target is the demo database.")
+        return False
     say(f"\nStep 2: a statement that changes the database asks you first.\n  {DESTRUCTIVE_QUERY}\n")
     second = await runner.call("execute_query", [f"query={DESTRUCTIVE_QUERY}"])
     say("\nThat is the whole idea: reads run, changes wait for a person.")

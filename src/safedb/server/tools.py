@@ -55,8 +55,8 @@ NO_APPROVAL_PAGE = (
 
 _STATEMENT_INDENT = "    "
 _UNBOUND = (
-    "An approval does not hold this statement to a number of rows (no count was made that it could be held to): "
-    "it changes as many as it does when it runs."
+    "An approval does not hold this statement to a number of rows (the preview has no count of every row it may "
+    "change): it changes as many as it does when it runs."
 )
 _FAILED_VERDICTS = frozenset({Verdict.BLOCKED, Verdict.INVALID, Verdict.TIMED_OUT})
 
