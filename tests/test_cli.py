@@ -140,7 +140,7 @@ def test_help(args: list[str]) -> None:
 
 
 @pytest.mark.parametrize("option", ["--approval-timeout", "--statement-timeout"])
-@pytest.mark.parametrize("value", ["inf", "nan", "1e999"])
+@pytest.mark.parametrize("value", ["inf", "nan", "1e999", "abc"])
 def test_a_time_limit_must_be_a_finite_number_of_seconds(demo_db: Path, option: str, value: str) -> None:
     """`inf` and `nan` parse as floats and `nan` passes any range: a server started with `--statement-timeout nan`
     served with no time limit, and one with `--approval-timeout inf` died at start with a traceback."""

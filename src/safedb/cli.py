@@ -32,10 +32,23 @@ class Seconds(click.FloatRange):
     name = "seconds"
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
-        seconds = super().convert(value, param, ctx)
+        try:
+            seconds = super().convert(value, param, ctx)
+        except click.BadParameter:
+            if isinstance(value, str) and not _is_number(value):  # click's own words: "is not a valid seconds"
+                self.fail(f"{value!r} is not a number of seconds.", param, ctx)
+            raise
         if not math.isfinite(seconds):
             self.fail(f"{value!r} is not a number of seconds.", param, ctx)
         return seconds
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
 
 
 def _configure_logging(level: str) -> None:

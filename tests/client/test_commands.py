@@ -403,7 +403,8 @@ def test_demo_against_a_running_server_approving(tmp_path: Path, demo_db: Path) 
     [
         (["call", "ftp://example.com", "x"], "is not an http:// or https:// URL"),
         (["client", "http://127.0.0.1:9/mcp", "--stdio", "x"], "Give exactly one server"),
-        (["call", "--config", "nope.json", "tool"], "--config needs --server"),
+        (["call", "--config", "nope.json", "tool"], "Cannot read config file nope.json"),
+        (["call", "list_tables"], "Name the tool to call after the server's URL"),
         (["client", "--answers", "missing.json", "http://127.0.0.1:9/mcp"], "Cannot read answers file"),
         (["call", "http://127.0.0.1:9/mcp", "echo"], "Cannot talk to http://127.0.0.1:9/mcp"),
         (["client", "http://[::1/mcp", "-x", "tools"], "is not a valid URL: Invalid IPv6 URL"),
@@ -417,6 +418,25 @@ def test_demo_against_a_running_server_approving(tmp_path: Path, demo_db: Path) 
 )
 def test_bad_input_is_one_clear_line(args: list[str], message: str) -> None:
     assert_one_clear_line(safedb(*args), message)
+
+
+def test_a_config_file_with_one_server_needs_no_server_name(tmp_path: Path, demo_db: Path) -> None:
+    serve = ["-m", "safedb", "serve", "--transport", "stdio", "--database", str(demo_db), "--log-level", "warning"]
+    entry = {"command": sys.executable, "args": [*serve, "--audit-db", str(tmp_path / "audit.db")]}
+    one = tmp_path / "one.json"
+    one.write_text(json.dumps({"mcpServers": {"demo": entry}}), encoding="utf-8")
+    two = tmp_path / "two.json"
+    two.write_text(json.dumps({"mcpServers": {"demo": entry, "other": entry}}), encoding="utf-8")
+    listed = safedb("call", "--config", str(one), "list_tables")
+    assert listed.returncode == 0, listed.stderr
+    assert "invoices" in listed.stdout
+    declined = safedb("call", "--config", str(one), "--decline-all", "execute_query", "query=DELETE FROM invoices")
+    assert "question answered decline (--decline-all)" in declined.stderr
+    assert rows(demo_db, "SELECT count(*) FROM invoices") == [(8,)]
+    assert_one_clear_line(
+        safedb("call", "--config", str(two), "list_tables"),
+        f"{two} has 2 servers: name one with --server NAME (it has: demo, other)",
+    )
 
 
 NOT_UTF8 = b"\xff\xfe{}"

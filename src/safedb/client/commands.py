@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import signal
 import sys
@@ -41,7 +42,9 @@ _target_options = [
     click.option("--stdio", "stdio_command", metavar="COMMAND", help="Start this server command; talk over its stdio."),
     click.option("--config", "config_file", type=click.Path(dir_okay=False, path_type=Path),
                  help="An mcpServers JSON file (Claude Desktop, VS Code, mcp-use format)."),
-    click.option("--server", "server_name", metavar="NAME", help="Which server of --config to use."),
+    click.option(
+        "--server", "server_name", metavar="NAME", help="Which server of --config to use (needed when it has several)."
+    ),
     click.option("--input", "inputs", multiple=True, metavar="ID=VALUE",
                  help="The value of ${input:ID} in --config (otherwise asked in the terminal; repeatable)."),
     click.option("--header", "headers", multiple=True, metavar="NAME:VALUE", help="HTTP header to send (repeatable)."),
@@ -120,7 +123,8 @@ def call(
     named_elsewhere = stdio_command is not None or config_file is not None
     url, rest = (None, words) if named_elsewhere else (words[0], words[1:])
     if not rest:
-        raise click.UsageError("Name the tool to call.")
+        where = "" if named_elsewhere else " after the server's URL (or give --stdio COMMAND or --config FILE)"
+        raise click.UsageError(f"Name the tool to call{where}: safedb call [URL] TOOL [KEY=VALUE]...")
     chosen = _target(url, stdio_command, config_file, server_name, headers, inputs)
     answerer = _answerer(answers_file, decline_all, quiet=json_output)
 
@@ -187,8 +191,6 @@ def _target(
         raise click.UsageError("--input gives values to a --config file's ${input:ID} variables.")
     try:
         if config_file is not None:
-            if server_name is None:
-                raise click.UsageError("--config needs --server NAME.")
             # Asked on the terminal only: without one, standard input may be the session's commands.
             ask = _ask_input if sys.stdin.isatty() else None
             return config_target(config_file, server_name, inputs=_inputs(inputs), ask=ask, warn=_warn)
@@ -243,17 +245,19 @@ def _answerer(answers_file: Path | None, decline_all: bool, *, quiet: bool = Fal
         except RulesFileError as exc:
             raise click.ClickException(str(exc)) from None
     if decline_all:
-        return RuleAnswerer(AnswerRules(), report)
+        return RuleAnswerer(
+            AnswerRules(), None if quiet else functools.partial(_report_decision, reason="--decline-all")
+        )
     if sys.stdin.isatty() and (sys.stdout.isatty() or sys.stderr.isatty()):
         return TerminalAnswerer()
     return RuleAnswerer(AnswerRules(), _report_no_terminal)
 
 
-def _report_decision(decision: RuleDecision) -> None:
+def _report_decision(decision: RuleDecision, reason: str | None = None) -> None:
     first_line = next(iter(decision.request.params.message.splitlines()), "")
     line = (
-        f"[{decision.request.server.describe()}] question answered {decision.result.action} ({decision.reason}): "
-        + first_line[:100]
+        f"[{decision.request.server.describe()}] question answered {decision.result.action} "
+        f"({reason or decision.reason}): " + first_line[:100]
     )
     # The server's words (its name, its message, its field names in the reason) are cleaned as the form
     # cleans them: a server must not be able to send escape sequences to the terminal.

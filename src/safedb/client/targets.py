@@ -96,13 +96,14 @@ def stdio_target(command_line: str) -> StdioTarget:
 
 def config_target(
     path: Path,
-    name: str,
+    name: str | None,
     *,
     inputs: Mapping[str, str] | None = None,
     ask: AskInput | None = None,
     warn: Callable[[str], None] = lambda message: None,
 ) -> Target:
-    """The server `name` from an `mcpServers` (or VS Code `servers`) JSON file, its variables substituted.
+    """The server `name` from an `mcpServers` (or VS Code `servers`) JSON file, its variables substituted; with no
+    `name`, the file's only server.
 
     `inputs` are values for `${input:ID}` given up front; others are asked through `ask` (an error without it).
     `warn` hears of environment variables that are not set.
@@ -114,8 +115,12 @@ def config_target(
     servers = _servers(data)
     if servers is None:
         raise TargetError(f"{path} has no 'mcpServers' (or 'servers') object")
+    known = ", ".join(sorted(servers)) or "none"
+    if name is None:
+        if len(servers) != 1:
+            raise TargetError(f"{path} has {len(servers)} servers: name one with --server NAME (it has: {known})")
+        (name,) = servers
     if name not in servers:
-        known = ", ".join(sorted(servers)) or "none"
         raise TargetError(f"{path} has no server named {name!r} (it has: {known})")
     shell_style = isinstance(data.get("mcpServers"), Mapping)  # `servers` is VS Code's
     variables = ConfigVariables(path, data.get("inputs"), dict(inputs or {}), ask, warn, shell_style=shell_style)
