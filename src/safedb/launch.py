@@ -29,11 +29,12 @@ logger = logging.getLogger(__name__)
 
 # Options that describe the one target served without a configuration file, as a person sets them.
 TARGET_OPTIONS = {
-    "database": "--database (SAFEDB_DATABASE)",
-    "writer_database": "--writer-database (SAFEDB_WRITER_DATABASE)",
-    "allowed_paths": "--allow-path (SAFEDB_ALLOWED_PATHS)",
-    "approval_timeout": "--approval-timeout (SAFEDB_APPROVAL_TIMEOUT)",
+    "database": ("--database (SAFEDB_DATABASE)", "targets.NAME.database"),
+    "writer_database": ("--writer-database (SAFEDB_WRITER_DATABASE)", "targets.NAME.writer_database"),
+    "allowed_paths": ("--allow-path (SAFEDB_ALLOWED_PATHS)", "targets.NAME.policy.allowed_paths"),
+    "approval_timeout": ("--approval-timeout (SAFEDB_APPROVAL_TIMEOUT)", "targets.NAME.policy.approval_timeout"),
 }
+"""Options of the one target served without a configuration file: how each is spelled, and its key in a file."""
 LIMIT_OPTIONS = {"max_rows": "max_rows", "max_result_bytes": "max_bytes", "statement_timeout": "statement_timeout"}
 SERVER_OPTIONS = frozenset({"transport", "host", "port", "data_dir", "audit_db", "request_state_keys"})
 
@@ -51,7 +52,8 @@ def settings_for(config: Path | None, options: Mapping[str, Any], given: frozens
         misplaced = sorted(TARGET_OPTIONS[name] for name in given & TARGET_OPTIONS.keys())
         if misplaced:
             raise ConfigurationError(
-                f"{', '.join(misplaced)} cannot be combined with --config: set targets in the configuration file."
+                f"{', '.join(flag for flag, _ in misplaced)} cannot be combined with --config: set "
+                f"{', '.join(key for _, key in misplaced)} in the configuration file instead."
             )
         base = load_settings(config)
     server = {name: options[name] for name in SERVER_OPTIONS & given if options[name] not in (None, ())}

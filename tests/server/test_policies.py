@@ -166,5 +166,8 @@ def test_the_refusal_names_the_option_as_it_is_spelled(
         capture_output=True, text=True, timeout=60, check=False, env={**os.environ, **environment},
     )  # fmt: skip
     assert result.returncode == 1
-    assert "--allow-path (SAFEDB_ALLOWED_PATHS) cannot be combined with --config" in result.stderr
+    assert (
+        "--allow-path (SAFEDB_ALLOWED_PATHS) cannot be combined with --config: set targets.NAME.policy.allowed_paths "
+        "in the configuration file instead." in result.stderr
+    )
     assert "Traceback" not in result.stderr
