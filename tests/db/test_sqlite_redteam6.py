@@ -6,7 +6,8 @@
   held it for 19 s under a 2 s time limit; the same in a change's WHERE, in its dry run. Now the event loop's
   connections build no value past 1 MiB (such work runs again in a worker thread) and take statements of up
   to 1,000 characters only. In a worker thread the call ends at its time limit, but the thread runs on to the
-  end of the stretch, holding its reader and its lock on the file (not fixed: see the xfail below).
+  end of the stretch, holding its reader and its lock on the file (fixed since: once interrupted, a connection
+  builds no value of more than a byte, so the stretch fails at its next value; see test_sqlite_function_sweep_redteam1).
 - Subqueries in FROM are flattened into the query that names them: each level that names the column of the
   level below three times triples the expression, so twelve levels (313 characters) made SQLite compile, and
   SafeDB list, a program of a million instructions: 6 s on the event loop while classifying (thirteen levels:
@@ -92,11 +93,6 @@ async def test_a_dry_run_without_jumps_does_not_hold_up_the_event_loop(database_
     assert elapsed < 1.5, f"a 0.5 s limit let the dry run go on for {elapsed:.2f} s"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="not fixed: SQLite cannot stop a stretch of its program without a jump; the worker thread holds its "
-    "reader until the stretch ends (each step is bounded by the 64 MiB value limit, not their number)",
-)
 async def test_a_read_without_jumps_lets_go_of_the_file_at_its_time_limit(database_file: Path) -> None:
     """`printf` sends the read to a worker thread. Every column is a constant, computed once before the first
     row, in one stretch of the program without a jump (after the SHARED lock is taken). The call ends with

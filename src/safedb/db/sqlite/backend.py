@@ -296,12 +296,18 @@ class SqliteDatabase:
                 return fetch_capped(cursor, columns, self.limits)
 
         if self._inline_first(classification):
+            started = time.monotonic()
             try:
                 return self._inline(self._inline_reader, run)
             except QueryTimeout:
                 self._known_statements.mark_long_running(classification.statement)
             except QueryFailed:
                 pass  # a lock, or an error that the worker thread will report
+            finally:
+                # A read that ended on its own far past the budget ran a step no progress handler stopped (one that
+                # `inspector._LONG_STEP_OPCODES` does not know): in a worker thread from now on.
+                if time.monotonic() - started > _LONG_PAST_BUDGET * INLINE_BUDGET:
+                    self._known_statements.mark_long_running(classification.statement)
 
         statement = classification.statement
         readers = self._long_statement_readers if _is_long(statement) else self._readers
@@ -508,6 +514,10 @@ _SUBQUERY_DEPTH_ON_EVENT_LOOP = 4
 # Statements joining more tables than this are compiled in a worker thread (see `tables_joined`): eight copies of an
 # indexed table by NATURAL JOIN took some 8 ms to compile, where six took one.
 _TABLES_ON_EVENT_LOOP = 6
+
+
+# How many times its budget a read on the event loop may take, ended on its own, and still be tried there again.
+_LONG_PAST_BUDGET = 10
 
 
 class _TooDeepForTheEventLoop(Exception):

@@ -56,6 +56,12 @@ MAX_VALUE_BYTES = 64 * 1024 * 1024
 # quick. Work that needs larger values fails there and runs again in a worker thread.
 MAX_VALUE_BYTES_ON_EVENT_LOOP = 1024 * 1024
 
+# The largest string or BLOB a connection may build once its call has interrupted it. SQLite looks at an interrupt
+# only where its program jumps: a row of many calls that each build a large value (`length(randomblob(N)) + ...`)
+# went on for its whole length after its call had ended (34 s for 200 calls), holding the connection. Past this
+# limit, the next such call fails at once.
+_INTERRUPTED_VALUE_BYTES = 1
+
 # The most memory SQLite may hold at once in this process, all connections together: a statement that
 # needs more (wide rows of large values) fails instead of exhausting the machine's memory.
 MAX_SQLITE_HEAP_BYTES = 512 * 1024 * 1024
@@ -149,6 +155,8 @@ class GuardedConnection:
         self._deadline = float("inf")
         self._call = _NO_CALL
         self._progress_steps = progress_steps
+        self._value_bytes = connection.getlimit(sqlite3.SQLITE_LIMIT_LENGTH)
+        self._interrupted = False
         connection.set_authorizer(authorizer)
         connection.authorizer_changed = False
 
@@ -182,7 +190,7 @@ class GuardedConnection:
             try:
                 yield self.connection
             except sqlite3.Error as exc:
-                if str(exc) == "interrupted":
+                if str(exc) == "interrupted" or self._interrupted:  # stopped by its value limit, once interrupted
                     raise QueryTimeout(seconds) from exc
                 raise QueryFailed(f"The database reported an error: {exc}") from exc
             except MemoryError as exc:
@@ -194,6 +202,9 @@ class GuardedConnection:
             finally:
                 with self._holder_lock:
                     self._holder = None
+                if self._interrupted:
+                    self.connection.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, self._value_bytes)
+                    self._interrupted = False
                 self._deadline = float("inf")
                 self._call = _NO_CALL
                 roll_back(self.connection)
@@ -204,10 +215,13 @@ class GuardedConnection:
             self._lock.release()
 
     def interrupt_for(self, holder: list[GuardedConnection]) -> None:
-        """Stop SQLite's work on this connection (at its next step) if the call that `holder` stands for
-        still holds it; never the work of a call that took the connection since."""
+        """Stop SQLite's work on this connection (at its next jump, or the next value it builds: see
+        `_INTERRUPTED_VALUE_BYTES`) if the call that `holder` stands for still holds it; never the work of a call that
+        took the connection since."""
         with self._holder_lock:
             if self._holder is holder:
+                self._interrupted = True
+                self.connection.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, _INTERRUPTED_VALUE_BYTES)
                 self.connection.interrupt()
 
     def close(self) -> None:
