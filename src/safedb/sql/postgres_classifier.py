@@ -383,6 +383,8 @@ def _references(root: ast.Node) -> _References:
             found.operators.append("=")  # CASE x WHEN v: the type's `=`
         elif isinstance(node, ast.RangeVar):
             found.relations.append(QualifiedName.from_range_var(node))
+        elif isinstance(node, ast.RangeTableFunc):
+            found.functions.append(FunctionRef("xmltable", "pg_catalog"))  # XMLTABLE evaluates XPath
         elif isinstance(node, ast.SetToDefault):
             found.uses_default = True
         found.changes.extend(_node_changes(node))

@@ -54,8 +54,36 @@ SIDE_EFFECT_FUNCTIONS = frozenset(
         "isn_weak",
         # Foreign-data wrappers' validators, called with any options (postgres_fdw's connects to check them).
         "postgresql_fdw_validator", "postgres_fdw_validator", "file_fdw_validator",
+        # Input functions called with a type's oid (labelled stable): `domain_in('5', 'd'::regtype, -1)` runs the
+        # checks of domain `d` (any code), as do the others for a domain element, column or subtype, and PostgreSQL
+        # 16's pg_input_* for a type named in a string; the type is an argument, so no cast of it is ever seen.
+        "domain_in", "array_in", "record_in", "range_in", "multirange_in", "pg_input_is_valid", "pg_input_error_info",
+        # Labelled stable, they load the partition key of a table given by oid, which folds its expressions (any
+        # code labelled immutable); satisfies_hash_partition also calls the key's hash functions on its arguments.
+        "satisfies_hash_partition", "pg_get_partition_constraintdef",
     }
 )  # fmt: skip
+# Functions whose work PostgreSQL cannot stop: neither the statement timeout nor `pg_terminate_backend()` acts until
+# they return, so one call can keep a session and a CPU busy long after SafeDB gave up on it (only killing the
+# process, which restarts the whole server, ends it sooner). libxml2 evaluates XPath (core's functions, `XMLEXISTS`,
+# `XMLTABLE`, xml2's) in one go: a nested expression (`count(//*[count(//*) > 0])`) takes days on a modest document.
+# pg_trgm's word similarity (its functions and the operators `<%`, `%>`, `<<%`, `%>>`, `<<->`...) compares the
+# first string with every stretch of the second: minutes for strings of a few hundred kilobytes.
+UNINTERRUPTIBLE_FUNCTIONS = {
+    **dict.fromkeys(
+        ("xpath", "xpath_exists", "xmlexists", "xmltable", "xpath_string", "xpath_number", "xpath_bool",
+         "xpath_nodeset", "xpath_list"),
+        "evaluates XPath, which the statement timeout cannot stop",
+    ),
+    **dict.fromkeys(
+        ("word_similarity", "strict_word_similarity", "word_similarity_op", "word_similarity_commutator_op",
+         "word_similarity_dist_op", "word_similarity_dist_commutator_op", "strict_word_similarity_op",
+         "strict_word_similarity_commutator_op", "strict_word_similarity_dist_op",
+         "strict_word_similarity_dist_commutator_op"),
+        "compares words at length, which the statement timeout cannot stop",
+    ),
+}  # fmt: skip
+
 # fmgr_: the languages' validators, labelled stable: validating an SQL function parses its body, which runs the
 # checks of the domains its literals are cast to (any code), and the C one loads the function's library.
 SIDE_EFFECT_PREFIXES = (
@@ -154,7 +182,7 @@ class CatalogFunction:
 
 
 def is_side_effecting(name: str) -> bool:
-    return name in SIDE_EFFECT_FUNCTIONS or name.startswith(SIDE_EFFECT_PREFIXES)
+    return name in SIDE_EFFECT_FUNCTIONS or name in UNINTERRUPTIBLE_FUNCTIONS or name.startswith(SIDE_EFFECT_PREFIXES)
 
 
 def _ref_order(ref: FunctionRef) -> tuple[str, str, bool, str, bool]:
@@ -181,6 +209,8 @@ def known_change(ref: FunctionRef, via: str | None = None) -> Change | None:
         return Change(ChangeKind.LOCK, DatabaseObject(ObjectType.ADVISORY_LOCK, name), via)
     if name.startswith("lo_") or name in ("lowrite", "loread"):
         return Change(ChangeKind.FUNCTION_CALL, DatabaseObject(ObjectType.LARGE_OBJECT, name), via)
+    if (uninterruptible := UNINTERRUPTIBLE_FUNCTIONS.get(name)) is not None:
+        return Change(ChangeKind.FUNCTION_CALL, DatabaseObject(ObjectType.FUNCTION, name), via, uninterruptible)
     if is_side_effecting(name):
         return Change(ChangeKind.FUNCTION_CALL, DatabaseObject(ObjectType.FUNCTION, name), via)
     return None

@@ -14,7 +14,7 @@ from safedb.db.postgres.connections import Connection, quoted, set_statement_tim
 from safedb.db.postgres.prepared import ReaderStatement
 from safedb.db.postgres.stored_code import EXTENSION_MEMBER, MET_TYPES, PATTERNS, REACHED_CODE
 from safedb.sql.postgres_classifier import PostgresStatement
-from safedb.sql.postgres_functions import CatalogFunction
+from safedb.sql.postgres_functions import UNINTERRUPTIBLE_FUNCTIONS, CatalogFunction
 
 # The volatility of the function `p` (a `pg_proc` row). An aggregate is recorded as immutable whatever it
 # calls: it is as volatile as its support functions.
@@ -24,6 +24,11 @@ _VOLATILITY = f"""CASE WHEN p.prokind = 'a' THEN (
         SELECT CASE WHEN bool_or(s.provolatile = 'v') THEN 'v' WHEN bool_or(s.provolatile = 's') THEN 's' ELSE 'i' END
         FROM pg_aggregate a JOIN pg_proc s ON s.oid IN ({_AGGREGATE_SUPPORT})
         WHERE a.aggfnoid = p.oid) ELSE p.provolatile::text END"""
+
+# An operator's volatility: that of its function, but volatile (so it asks) for a function whose work PostgreSQL cannot
+# stop (pg_trgm's word similarity behind `<%`...), which an operator row, named by its symbol, cannot be told by.
+_UNINTERRUPTIBLE = ", ".join("'" + name + "'" for name in sorted(UNINTERRUPTIBLE_FUNCTIONS))
+_OPERATOR_VOLATILITY = f"CASE WHEN p.proname IN ({_UNINTERRUPTIBLE}) THEN 'v' ELSE {_VOLATILITY} END"
 
 
 # Functions by name (for calls and attribute notation) and by operator (for user-defined operators, with
@@ -184,11 +189,11 @@ FROM user_rels r JOIN pg_foreign_table t ON t.ftrelid = r.oid JOIN pg_foreign_se
 JOIN pg_foreign_data_wrapper w ON w.oid = s.srvfdw JOIN pg_proc p ON p.oid = w.fdwhandler
 JOIN pg_namespace n ON n.oid = p.pronamespace
 UNION ALL
-SELECT n.nspname, o.oprname, {_VOLATILITY}, n.nspname = ANY(current_schemas(true)), false, NULL, true,
+SELECT n.nspname, o.oprname, {_OPERATOR_VOLATILITY}, n.nspname = ANY(current_schemas(true)), false, NULL, true,
        {EXTENSION_MEMBER}, p.oid
 FROM operators o JOIN pg_proc p ON p.oid = o.oprcode JOIN pg_namespace n ON n.oid = p.pronamespace
 UNION ALL  -- a user-defined operator's negator and commutator, which the planner may apply instead
-SELECT n.nspname, o.oprname, {_VOLATILITY}, n.nspname = ANY(current_schemas(true)), false, NULL, true,
+SELECT n.nspname, o.oprname, {_OPERATOR_VOLATILITY}, n.nspname = ANY(current_schemas(true)), false, NULL, true,
        {EXTENSION_MEMBER}, p.oid
 FROM operators o CROSS JOIN LATERAL (VALUES (o.oprnegate), (o.oprcom)) AS related(oid)
 JOIN pg_operator r ON r.oid = related.oid JOIN pg_proc p ON p.oid = r.oprcode
