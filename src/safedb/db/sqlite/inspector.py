@@ -395,19 +395,15 @@ def module_storage_names(connection: sqlite3.Connection) -> frozenset[str]:
     table's in a schema where no module keeps it is left out. A database attached on a writer, whose FTS table
     `notes` keeps `notes_data`, must not make main's own `notes_data` a module's to write (a foreign key's cascade
     into it would pass for the module's bookkeeping)."""
-    schemas = _schemas(connection)
-    if not reserved_shadow_names(connection, schemas):
+    kept = {schema: reserved_shadow_names(connection, [schema]) for schema in _schemas(connection)}
+    if not any(kept.values()):
         return frozenset()
-    # By name (`_ascii_folded`): whether every table of that name is kept by a module of its own schema.
-    kept_everywhere: dict[str, bool] = {}
-    names = []
-    for schema in schemas:
-        kept = reserved_shadow_names(connection, [schema])
-        for name, _ in _tables_of(connection, [schema]):
-            folded = _ascii_folded(name)
-            kept_everywhere[folded] = kept_everywhere.get(folded, True) and folded in kept
-            names.append(name)
-    return frozenset(name for name in names if kept_everywhere[_ascii_folded(name)])
+    tables = [
+        (name, _ascii_folded(name) in kept[schema]) for schema in kept for name, _ in _tables_of(connection, [schema])
+    ]
+    # Compared by name (`_ascii_folded`): one table of the name that no module keeps leaves the name out.
+    not_kept = {_ascii_folded(name) for name, is_kept in tables if not is_kept}
+    return frozenset(name for name, is_kept in tables if is_kept and _ascii_folded(name) not in not_kept)
 
 
 def reserved_shadow_names(connection: sqlite3.Connection, schemas: list[str] | None = None) -> frozenset[str]:
