@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shlex
 import socket
 import subprocess
@@ -164,6 +165,16 @@ def test_help_names_each_variable_and_errors_name_the_option(demo_db: Path) -> N
     assert "SAFEDB_REQUEST_STATE_KEYS" in help_text
     result = run_safedb("serve", "--database", str(demo_db), "--port", "x")
     assert "Invalid value for '--port': 'x'" in result.stderr
+
+
+def test_an_invalid_value_from_a_variable_names_the_variable(demo_db: Path) -> None:
+    """A value set in the environment, where the command line shows nothing, was reported under the option alone."""
+    result = subprocess.run(
+        [sys.executable, "-m", "safedb", "serve", "--database", str(demo_db)],
+        env={**os.environ, "SAFEDB_PORT": "x"}, capture_output=True, text=True, timeout=30, check=False,
+    )  # fmt: skip
+    assert result.returncode == 2
+    assert "Invalid value for '--port' (from SAFEDB_PORT): 'x'" in result.stderr
 
 
 def test_an_allowed_path_that_is_not_a_directory_is_announced(tmp_path: Path, demo_db: Path) -> None:

@@ -8,19 +8,23 @@ import sys
 from typing import Any
 
 import click
+from click.core import ParameterSource
 
 
 class VariableOption(click.Option):
     """An option settable through an environment variable, which `--help` names (not every name follows from the
-    option's: `--allow-path` is `SAFEDB_ALLOWED_PATHS`). An invalid value is reported as click reports any option,
-    `Invalid value for '--port'`, without the variable, which would suggest it was set there."""
+    option's: `--allow-path` is `SAFEDB_ALLOWED_PATHS`). An invalid value names the variable only when it came from
+    there (`Invalid value for '--port' (from SAFEDB_PORT)`): naming it always would suggest it was set there."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         kwargs["show_envvar"] = True
         super().__init__(*args, **kwargs)
 
     def get_error_hint(self, ctx: click.Context | None) -> str:
-        return click.Parameter.get_error_hint(self, ctx)
+        hint = click.Parameter.get_error_hint(self, ctx)
+        if ctx is not None and self.name and ctx.get_parameter_source(self.name) is ParameterSource.ENVIRONMENT:
+            hint += f" (from {self.envvar})"
+        return hint
 
     def type_cast_value(self, ctx: click.Context, value: Any) -> Any:
         # An empty value means nothing here, yet each option took it as something of its own: `--data-dir ''` the

@@ -105,7 +105,9 @@ def test_url_mode_rules() -> None:
     rules = AnswerRules.model_validate({"rules": [{"mode": "url", "action": "accept"}]})
     url = ElicitRequestURLParams(message="Open", url="https://example.com", elicitation_id="1")
     url_request = ElicitationRequest(ServerIdentity("S", "t"), url, Era.HANDSHAKE)
-    assert decide(rules, url_request).result.action == "accept"
+    decision = decide(rules, url_request)
+    assert decision.result.action == "accept"
+    assert decision.reason == "rule 1: consent to the URL; nothing is opened"  # reported within parentheses
     assert decide(rules, request("form")).result.action == "decline"
 
 

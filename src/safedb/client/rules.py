@@ -160,7 +160,7 @@ def decide(rules: AnswerRules, request: ElicitationRequest) -> RuleDecision:
     if action != "accept":
         return RuleDecision(request, ElicitResult(action=action), reason)
     if not isinstance(request.params, ElicitRequestFormParams):
-        return RuleDecision(request, ElicitResult(action="accept"), f"{reason} (consent to the URL; nothing is opened)")
+        return RuleDecision(request, ElicitResult(action="accept"), f"{reason}: consent to the URL; nothing is opened")
     try:
         form = parse_requested_schema(request.params.requested_schema)
         content = validate_content(form, {**default_content(form), **given})
