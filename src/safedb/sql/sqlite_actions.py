@@ -112,6 +112,13 @@ _EFFECTFUL_FUNCTIONS = frozenset({"load_extension", "fts3_tokenizer", FTS_OPTIMI
 # What the connection ran last: a rolled-back trial run sets them too (a declined INSERT's dry run left its rowid
 # in last_insert_rowid()), so a change using them would not use the value its sender meant.
 _CONNECTION_STATE_FUNCTIONS = frozenset({"last_insert_rowid", "changes", "total_changes"})
+# Settings kept in the database file, which every connection sees alike.
+_FILE_SETTINGS = frozenset({"application_id", "auto_vacuum", "encoding", "page_size", "schema_version", "user_version"})
+# What a change may not read through a pragma's table-valued form: its connection's settings and commit counter. The
+# impact preview's dry run runs with settings of its own (`connections.dry_run_in_memory`), and may run on another
+# connection than the approved run: `CASE WHEN (SELECT temp_store FROM pragma_temp_store) = 2 THEN ... END` changed
+# two rows in the dry run and four once approved, the triggers' rows making up the count the approval held.
+_CONNECTION_SETTINGS = (_SETTING_PRAGMAS - _FILE_SETTINGS) | {"data_version"}
 
 # Built-in functions whose result is never much larger than their arguments, and whose work grows no faster
 # than their arguments' size: each call is a short step of SQLite's program. Any other (printf, zeroblob,
@@ -380,7 +387,8 @@ def classify_events(
             connection only.
         DeniedByPolicy: the statement reads `sqlite_stmt`, which lists what SafeDB's connections have
             prepared: other clients' statements among them; or it sets a pragma that `_refused_setting` refuses;
-            or it changes the database and calls a function of `_CONNECTION_STATE_FUNCTIONS`.
+            or it changes the database and calls a function of `_CONNECTION_STATE_FUNCTIONS` or reads a setting of
+            `_CONNECTION_SETTINGS`.
     """
     for event in events:
         if event.code == Action.TRANSACTION:
@@ -424,6 +432,12 @@ def classify_events(
             "than you expect. Nothing was run. Use the value itself (INSERT ... RETURNING shows the rowid of a "
             "row you insert)."
         )
+    if changes and not explain_only and (setting := _connection_setting_read(events)):
+        raise DeniedByPolicy(
+            f"pragma_{setting} reports a setting of the SafeDB connection a statement runs on, which the dry run that "
+            "measures a change's impact sets otherwise than the approved run: in a change, it could make the question "
+            "show something other than what would run. Nothing was run."
+        )
     reads = tuple(dict.fromkeys(e.arg1 for e in events if e.code == Action.READ and e.arg1))
     runs = tuple(sorted({event.source for event in events if event.source}))
     return Classification(
@@ -439,6 +453,12 @@ def _connection_state_calls(events: list[AuthorizerEvent], calls: frozenset[Prog
     """The first function the statement calls that reports the connection's past (`_CONNECTION_STATE_FUNCTIONS`)."""
     names = [event.arg2 or "" for event in events if event.code == Action.FUNCTION] + [call.name for call in calls]
     return next((name.lower() for name in names if name.lower() in _CONNECTION_STATE_FUNCTIONS), None)
+
+
+def _connection_setting_read(events: list[AuthorizerEvent]) -> str | None:
+    """The first connection setting (`_CONNECTION_SETTINGS`) the statement reads through a pragma's table form."""
+    pragmas = (table_valued_pragma(event) for event in events)
+    return next((pragma for pragma in pragmas if pragma in _CONNECTION_SETTINGS), None)
 
 
 def _change_for(event: AuthorizerEvent, shape: StatementShape) -> Change | None:

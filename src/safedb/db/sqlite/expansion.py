@@ -156,17 +156,24 @@ _QUERY_WORDS = frozenset({"select", "values", "with"})
 
 
 def subquery_depth(sql: str) -> int:
-    """How deeply the statement nests queries in parentheses (`(SELECT ...)`, `(VALUES ...)`, `(WITH ...)`).
+    """How deeply the statement nests queries: in parentheses (`(SELECT ...)`, `(VALUES ...)`, `(WITH ...)`), and
+    through WITH queries that name one another, which SQLite compiles into the query that names them as it does a
+    subquery in FROM.
 
     SQLite flattens a subquery in FROM into the query around it, putting a copy of the subquery's expression
     in place of every reference to its column: `SELECT x + x + x AS x FROM (...)` nested twelve times is a
     program of a million instructions, seconds of compiling, from some 300 characters. The copies depend on
     how the names resolve, so only the nesting is counted here, to keep deep statements off the event loop;
     the size of what they compile to is bounded where they are compiled (`inspector`)."""
+    tokens = list(sql_tokens(sql))
+    return _parenthesized_depth(tokens) + _with_chain_depth(tokens)
+
+
+def _parenthesized_depth(tokens: list[Token]) -> int:
     depth = deepest = 0
     opened: list[bool] = []
     previous: Token | None = None
-    for token in sql_tokens(sql):
+    for token in tokens:
         if previous is not None and is_mark(previous, "(") and token[1] == WORD and token[0] in _QUERY_WORDS:
             opened[-1] = True
             depth += 1
@@ -177,6 +184,19 @@ def subquery_depth(sql: str) -> int:
             depth -= opened.pop()
         previous = token
     return deepest
+
+
+def _with_chain_depth(tokens: list[Token]) -> int:
+    """The longest chain of WITH queries naming one another that the statement's top level names (`c5` naming `c4`,
+    ..., naming `c0` is five deep): the chain's parentheses stand side by side, not nested."""
+    if not any(is_keyword(token, "with") for token in tokens):
+        return 0
+    names, definitions = _parts(tokens, (), "")
+    chains = _deepest_paths(
+        {name: 0 for name in definitions},
+        {name: {other for query in named for other in query.names} - {name} for name, named in definitions.items()},
+    )
+    return max((chains[name] for name in names if name in chains), default=0)
 
 
 # Keywords that end a FROM clause at its level (after them, a comma separates something else).
@@ -214,23 +234,43 @@ def tables_joined(sql: str) -> int:
     return tables
 
 
-def nesting_depths(brought_in: Mapping[str, Iterable[str]]) -> dict[str, int]:
+def nesting_depths(
+    brought_in: Mapping[str, Iterable[str]], generated_columns: Mapping[str, int] | None = None
+) -> dict[str, int]:
     """How deeply naming each schema name nests subqueries, by lower-cased name: `brought_in` gives, per name,
     the definitions SQLite compiles into a statement that names it (a view's; the triggers on a table, for a
     statement that changes it). Each counts its own nesting (`subquery_depth`) and, through the names it holds,
     the deepest of what those bring in, once (a trigger may name its own table). Names that nest nothing are
-    left out."""
+    left out.
+
+    `generated_columns` gives how many generated columns a table has. Each may name another, whose expression SQLite
+    then copies in place of every reference to it, as it does a subquery's: 25 columns each naming the one before
+    twice compiled until SQLite ran out of memory, from `SELECT c22 FROM g`. So two or more count as that many
+    levels."""
+    generated = {name: count for name, count in (generated_columns or {}).items() if count >= 2}
     definitions = {name: list(texts) for name, texts in brought_in.items()}
-    own = {name: max((subquery_depth(text) for text in texts), default=0) for name, texts in definitions.items()}
+    for name in generated:
+        definitions.setdefault(name, [])
+    own = {
+        name: max((subquery_depth(text) for text in texts), default=0) + generated.get(name, 0)
+        for name, texts in definitions.items()
+    }
     names = {
         name: {text for sql in texts for text, kind in sql_tokens(sql) if kind != MARK and text in definitions} - {name}
         for name, texts in definitions.items()
     }
+    depths = _deepest_paths(own, names)
+    return {name: depth for name, depth in depths.items() if depth > 0}
+
+
+def _deepest_paths(own: Mapping[str, int], names: Mapping[str, set[str]]) -> dict[str, int]:
+    """For each name, its `own` depth plus the deepest of the names it holds (`names`), each one deeper; a name on
+    the path to itself counts as nothing."""
     depths: dict[str, int] = {}
-    for start in definitions:
+    for start in own:
         if start in depths:
             continue
-        # Depth first with a stack of its own, as in `_Expansion`; a name on the path to itself counts as nothing.
+        # Depth first with a stack of its own, as in `_Expansion`.
         path, pending = [start], [iter(names[start])]
         while pending:
             other = next(pending[-1], None)
@@ -239,10 +279,10 @@ def nesting_depths(brought_in: Mapping[str, Iterable[str]]) -> dict[str, int]:
                 pending.pop()
                 named = (1 + depths.get(name, 0) for name in names[current] if name not in path)
                 depths[current] = own[current] + max(named, default=0)
-            elif other not in depths and other not in path:
+            elif other in own and other not in depths and other not in path:
                 path.append(other)
                 pending.append(iter(names[other]))
-    return {name: depth for name, depth in depths.items() if depth > 0}
+    return depths
 
 
 def statement_nesting(sql: str, depths: Mapping[str, int]) -> int:

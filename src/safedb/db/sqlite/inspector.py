@@ -87,7 +87,22 @@ def schema_facts(connection: sqlite3.Connection) -> SchemaFacts:
     for kind, name, table, sql in rows:
         brought_in.setdefault((name if kind == "view" else table).lower(), []).append(sql or "")
     code = frozenset(_ascii_folded(name) for _, name, _, _ in rows)
-    return SchemaFacts(shadow_table_names(connection), views, nesting_depths(brought_in), code)
+    nesting = nesting_depths(brought_in, _generated_columns(connection))
+    return SchemaFacts(shadow_table_names(connection), views, nesting, code)
+
+
+def _generated_columns(connection: sqlite3.Connection) -> dict[str, int]:
+    """How many generated columns each table of the main and temp schemas has, by lower-cased name (those with
+    none left out). Virtual tables have none, and listing their columns may call their module: left out too."""
+    counts: dict[str, int] = {}
+    for schema in ("main", "temp"):
+        rows = connection.execute(
+            f"SELECT m.name, count(*) FROM {schema}.sqlite_schema AS m, pragma_table_xinfo(m.name, '{schema}') AS c "
+            "WHERE m.type = 'table' AND m.sql NOT LIKE 'create virtual%' AND c.hidden IN (2, 3) GROUP BY m.name"
+        )
+        for name, count in rows:
+            counts[name.lower()] = counts.get(name.lower(), 0) + count
+    return counts
 
 
 def inspect_statement(connection: sqlite3.Connection, sql: str, schema: SchemaFacts) -> Classification:
@@ -133,7 +148,12 @@ def inspect_statement(connection: sqlite3.Connection, sql: str, schema: SchemaFa
     connection.set_authorizer(record)
     try:
         cursor = connection.execute(sql if explain_only else f"EXPLAIN {sql}")
-        program, program_length = ([], 0) if explain_only else _program(cursor, sql)
+        try:
+            program, program_length = ([], 0) if explain_only else _program(cursor, sql)
+        finally:
+            # Lets go of the compiled program at once: one refused as too long may take a hundred megabytes of
+            # SQLite's memory, and a worker thread's traceback would otherwise keep it until collected.
+            cursor.close()
     except sqlite3.ProgrammingError as exc:
         if "one statement at a time" in str(exc):
             raise MultipleStatements from exc
