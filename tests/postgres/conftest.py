@@ -94,13 +94,17 @@ class PgDatabase:
             await database.aclose()
 
     async def run_approved(
-        self, approved: Classification, approved_rows: int | None = None, approved_drops: tuple[str, ...] | None = None
+        self,
+        approved: Classification,
+        approved_rows: int | None = None,
+        approved_drops: tuple[str, ...] | None = None,
+        approved_row_changes: tuple[str, ...] | None = None,
     ) -> None:
-        """Run a statement as its approval does (held to what its question showed: the dry run's count, what a DROP
-        takes with it), on a server's own connections."""
+        """Run a statement as its approval does (held to what its question showed: the dry run's count and its rows
+        changed by table, what a DROP takes with it), on a server's own connections."""
         database = self.open()
         try:
-            await database.write(approved, approved_rows, approved_drops)
+            await database.write(approved, approved_rows, approved_drops, approved_row_changes)
         finally:
             await database.aclose()
 

@@ -11,9 +11,9 @@ from dataclasses import dataclass
 
 from safedb.sql.classification import Classification
 
-_VERSION = 3
-"""Tickets of an earlier version (without `rows_shown` or `drops_shown`) are not ours: their question is asked
-again."""
+_VERSION = 4
+"""Tickets of an earlier version (without `rows_shown`, `drops_shown` or `row_changes_shown`) are not ours: their
+question is asked again."""
 
 
 def digest(text: str) -> str:
@@ -37,6 +37,8 @@ class ApprovalTicket:
     """The row count the question showed; an approval holds for that many rows (None: no count shown)."""
     drops_shown: tuple[str, ...] | None = None
     """What the question showed a DROP takes with it; an approval holds for nothing more (None: nothing shown)."""
+    row_changes_shown: tuple[str, ...] | None = None
+    """The rows the question's dry run changed in each table; an approval holds for exactly these (None: not shown)."""
 
     @classmethod
     def issue(
@@ -46,6 +48,7 @@ class ApprovalTicket:
         caller: str,
         rows_shown: int | None,
         drops_shown: tuple[str, ...] | None = None,
+        row_changes_shown: tuple[str, ...] | None = None,
     ) -> ApprovalTicket:
         return cls(
             id=uuid.uuid4().hex,
@@ -55,6 +58,7 @@ class ApprovalTicket:
             expires=time.time() + ttl,
             rows_shown=rows_shown,
             drops_shown=drops_shown,
+            row_changes_shown=row_changes_shown,
         )
 
     def covers(self, classification: Classification, caller: str) -> bool:
@@ -80,6 +84,7 @@ class ApprovalTicket:
             "expires": self.expires,
             "rows_shown": self.rows_shown,
             "drops_shown": self.drops_shown,
+            "row_changes_shown": self.row_changes_shown,
         }
         return json.dumps(fields, separators=(",", ":"))
 
@@ -94,6 +99,7 @@ class ApprovalTicket:
                 return None
             rows_shown = data["rows_shown"]
             drops_shown = data["drops_shown"]
+            row_changes_shown = data["row_changes_shown"]
             return cls(
                 id=str(data["id"]),
                 statement=str(data["statement"]),
@@ -102,6 +108,7 @@ class ApprovalTicket:
                 expires=float(data["expires"]),
                 rows_shown=None if rows_shown is None else int(rows_shown),
                 drops_shown=None if drops_shown is None else tuple(str(drop) for drop in drops_shown),
+                row_changes_shown=None if row_changes_shown is None else tuple(str(row) for row in row_changes_shown),
             )
         except (ValueError, KeyError, TypeError, AttributeError):
             return None

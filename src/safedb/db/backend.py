@@ -57,6 +57,11 @@ class Impact:
     drops: tuple[str, ...] | None = None
     """What a dry run of a DROP showed it takes with it (PostgreSQL's `CASCADE`: `view public.v`...); None when no
     such dry run was made. An approval holds for nothing more (`Database.write`)."""
+    row_changes: tuple[str, ...] | None = None
+    """The rows the counted dry run changed in each table, by kind (PostgreSQL: `public.orders: 1,000 deleted`, a
+    foreign key's cascade and a partition's rows included); None when not measured. An approval holds for exactly
+    these (`Database.write`): a statement that can tell its dry run from its run (by a setting, a lock, the time it
+    takes) could otherwise make up the count in other rows, or another table."""
 
 
 @dataclass(frozen=True)
@@ -108,7 +113,11 @@ class Database(Protocol):
         ...
 
     async def write(
-        self, approved: Classification, approved_rows: int | None = None, approved_drops: tuple[str, ...] | None = None
+        self,
+        approved: Classification,
+        approved_rows: int | None = None,
+        approved_drops: tuple[str, ...] | None = None,
+        approved_row_changes: tuple[str, ...] | None = None,
     ) -> WriteOutcome:
         """Run an approved statement in its own transaction; it must still do only what was approved.
 
@@ -116,7 +125,8 @@ class Database(Protocol):
             RowCountChanged: `approved_rows` is the count the person was shown (`Impact.rows_affected`),
                 and the statement affected another number of rows; it was rolled back.
             ChangedSinceQuestion: among others, `approved_drops` is what the person was shown a DROP takes with
-                it (`Impact.drops`), and it would take more; it was rolled back.
+                it (`Impact.drops`), and it would take more; or `approved_row_changes` is what the dry run changed
+                in each table (`Impact.row_changes`), and the statement changed other rows; it was rolled back.
         """
         ...
 

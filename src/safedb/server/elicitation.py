@@ -58,15 +58,18 @@ class Reply:
     """The row count the question showed, which an approval holds for; None when it showed none."""
     drops_shown: tuple[str, ...] | None = None
     """What the question showed a DROP takes with it, which an approval holds for (`Impact.drops`)."""
+    row_changes_shown: tuple[str, ...] | None = None
+    """The rows the dry run changed in each table, which an approval holds for (`Impact.row_changes`)."""
 
 
 @dataclass(frozen=True, slots=True)
 class Prompt:
-    """The question's text, and what it shows that an approval holds for (`Reply.rows_shown`, `Reply.drops_shown`)."""
+    """The question's text, and what it shows that an approval holds for (`Reply.rows_shown`...)."""
 
     text: str
     rows_shown: int | None = None
     drops_shown: tuple[str, ...] | None = None
+    row_changes_shown: tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,7 +150,12 @@ class ApprovalChannel:
         await question.asking(request_id)
         async with progress_while_waiting(ctx, self._keepalive, "Waiting for approval"):
             reply = await self._elicit(ctx, prompt.text, question, request_id)
-        return replace(reply, rows_shown=prompt.rows_shown, drops_shown=prompt.drops_shown)
+        return replace(
+            reply,
+            rows_shown=prompt.rows_shown,
+            drops_shown=prompt.drops_shown,
+            row_changes_shown=prompt.row_changes_shown,
+        )
 
     async def _elicit(self, ctx: Context[Any, Any], text: str, question: Question, request_id: str) -> Reply:
         try:
@@ -178,10 +186,20 @@ class ApprovalChannel:
             if ticket.expired:
                 return Reply(Answer.TIMEOUT, None, ticket.id)
             reply = _reply(response, question.form, ticket.id)
-            return replace(reply, rows_shown=ticket.rows_shown, drops_shown=ticket.drops_shown)
+            return replace(
+                reply,
+                rows_shown=ticket.rows_shown,
+                drops_shown=ticket.drops_shown,
+                row_changes_shown=ticket.row_changes_shown,
+            )
         prompt = await question.prompt()
         ticket = ApprovalTicket.issue(
-            classification, question.timeout, question.caller, prompt.rows_shown, prompt.drops_shown
+            classification,
+            question.timeout,
+            question.caller,
+            prompt.rows_shown,
+            prompt.drops_shown,
+            prompt.row_changes_shown,
         )
         await question.asking(ticket.id)
         request = _elicit_request(prompt.text, question.form)

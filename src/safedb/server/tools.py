@@ -157,7 +157,7 @@ class SafeDBTools:
                     raise
                 return _decision_result(decision)  # a late answer: its question is already recorded as timed out
             if decision.approved:
-                result = await self._run(served, classification, audit, reply.rows_shown, reply.drops_shown)
+                result = await self._run(served, classification, audit, reply)
             else:
                 result = _decision_result(decision)
         return result
@@ -200,10 +200,10 @@ class SafeDBTools:
         served: ServedTarget,
         classification: Classification,
         audit: CallAudit,
-        approved_rows: int | None = None,
-        approved_drops: tuple[str, ...] | None = None,
+        approved: Reply | None = None,
     ) -> CallToolResult:
-        """Run an approved statement and record how it ended.
+        """Run an approved statement, held to what its question showed (`approved`; None when none was asked), and
+        record how it ended.
 
         Callers shield the answer's record and this run from cancellation: a call cancelled once the answer is in
         (the client gave up on it) still records the answer, lets the approved statement end (within the statement
@@ -211,7 +211,12 @@ class SafeDBTools:
         would say `accepted` with no outcome.
         """
         try:
-            outcome = await served.database.write(classification, approved_rows, approved_drops)
+            if approved is None:
+                outcome = await served.database.write(classification)
+            else:
+                outcome = await served.database.write(
+                    classification, approved.rows_shown, approved.drops_shown, approved.row_changes_shown
+                )
         except SafeDBError as exc:
             return await _failure_result(exc, audit)
         result = write_result(classification, outcome, self.text_rows)
@@ -294,7 +299,7 @@ class SafeDBTools:
         if rules.type_target_name:
             closing += f" Type the target name ({served.name}) to confirm."
         lines.append(closing)
-        return Prompt("\n".join(lines), impact.rows_affected, impact.drops)
+        return Prompt("\n".join(lines), impact.rows_affected, impact.drops, impact.row_changes)
 
 
 async def _failure_result(exc: SafeDBError, audit: CallAudit) -> CallToolResult:

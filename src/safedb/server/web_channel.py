@@ -148,7 +148,7 @@ class WebApprovalChannel:
         """A new question: its ticket, and its approval on the board (under the ticket's id)."""
         impact = question.impact
         ticket = ApprovalTicket.issue(
-            classification, question.timeout, question.caller, impact.rows_affected, impact.drops
+            classification, question.timeout, question.caller, impact.rows_affected, impact.drops, impact.row_changes
         )
         approval = self.board.open(
             ticket.id,
@@ -187,7 +187,14 @@ def _message(approval: WebApproval) -> str:
 def _reply(approval: WebApproval) -> Reply:
     if approval.verdict is BoardVerdict.APPROVED:
         impact = approval.impact
-        return Reply(Answer.ACCEPT, _decided(approval, True), approval.id, impact.rows_affected, impact.drops)
+        return Reply(
+            Answer.ACCEPT,
+            _decided(approval, True),
+            approval.id,
+            impact.rows_affected,
+            impact.drops,
+            impact.row_changes,
+        )
     if approval.verdict is BoardVerdict.REJECTED:
         # Declined all the same; the answer is kept so that the audit log says who rejected it, and why.
         return Reply(Answer.DECLINE, _decided(approval, False), approval.id)

@@ -36,6 +36,7 @@ from safedb.db.postgres.connections import (
 from safedb.db.postgres.counting import count_is_a_read
 from safedb.db.postgres.prepared import ReaderStatement
 from safedb.db.postgres.results import run_counted
+from safedb.db.postgres.row_changes import row_changes_line, row_counts, rows_changed_by_table
 from safedb.db.postgres.shadowing import begin_catalog_work
 from safedb.db.postgres.stored_code import EXTENSION_MEMBER, MET_TYPES, PATTERNS, REACHED_CODE
 from safedb.sql.classification import ChangeKind, Classification, DatabaseObject, ObjectType
@@ -518,7 +519,9 @@ async def _data_impact(
             return Impact(lines=(f"no dry run and no planner's estimate ({verbs}; {_UNPLANNED}).",))
         if explained is not None and (reason := _too_much_to_write(explained)):
             return _estimate_only(_plan_rows(explained.plan), verbs, reason)
+        counted_before = await row_counts(connection)
         rows = max(await _dry_run_count(connection, statement), 0)
+        row_changes = rows_changed_by_table(counted_before, await row_counts(connection))
     if not statement.counts_changed_rows:
         # `WITH d AS (DELETE ...) SELECT count(*) FROM d`: PostgreSQL counts the rows the SELECT returns;
         # `EXPLAIN ANALYZE DELETE ...`: the lines of the plan.
@@ -530,7 +533,7 @@ async def _data_impact(
         line = f"the dry run ({verbs}) finished and was rolled back; {uncounted}."
         return Impact(lines=(line,))
     line = f"{wording.rows(rows)} would be affected ({verbs}), measured by a dry run that was rolled back."
-    return Impact(lines=(line,), rows_affected=rows)
+    return Impact(lines=(line, row_changes_line(row_changes)), rows_affected=rows, row_changes=row_changes)
 
 
 def _too_much_to_write(explained: _Explained) -> str | None:

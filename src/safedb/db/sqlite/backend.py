@@ -340,9 +340,15 @@ class SqliteDatabase:
         return await self._in_thread(work, self.limits.preview_timeout)
 
     async def write(
-        self, approved: Classification, approved_rows: int | None = None, approved_drops: tuple[str, ...] | None = None
+        self,
+        approved: Classification,
+        approved_rows: int | None = None,
+        approved_drops: tuple[str, ...] | None = None,
+        approved_row_changes: tuple[str, ...] | None = None,
     ) -> WriteOutcome:
-        """See `Database.write`. A DROP in SQLite takes nothing with it, so `approved_drops` binds nothing here."""
+        """See `Database.write`. A DROP in SQLite takes nothing with it, so `approved_drops` binds nothing here; nor
+        does `approved_row_changes`, which a preview of SQLite's never measures (`rows_affected` counts its triggers'
+        rows too, and a change may not read the settings its dry run sets otherwise)."""
 
         def run(connection: sqlite3.Connection) -> WriteOutcome:
             return self._run_approved(connection, approved, approved_rows)
