@@ -167,6 +167,26 @@ def test_help_names_each_variable_and_errors_name_the_option(demo_db: Path) -> N
     assert "Invalid value for '--port': 'x'" in result.stderr
 
 
+def test_the_audit_log_is_not_served_as_a_database(tmp_path: Path, demo_db: Path) -> None:
+    """Served, an agent could read every statement and justification logged."""
+    audit = tmp_path / "audit.db"
+    result = run_safedb("serve", "--database", str(demo_db), "--audit-db", str(audit), "--transport", "stdio")
+    assert result.returncode == 0  # the log made, then the server ended with its empty standard input
+    result = run_safedb("serve", "--database", str(audit), "--audit-db", str(audit), "--transport", "stdio")
+    assert result.returncode == 1
+    assert "is the audit log: SafeDB does not serve its own audit log" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_an_empty_database_in_a_config_file_is_named(tmp_path: Path) -> None:
+    """It was read as the config file's directory: `Not a file: /the/config/dir`."""
+    config = tmp_path / "safedb.toml"
+    config.write_text('[targets.x]\ndatabase = ""\n', encoding="utf-8")
+    result = run_safedb("serve", "--config", str(config))
+    assert result.returncode == 1
+    assert "targets.x.database: String should have at least 1 character" in result.stderr
+
+
 def test_an_invalid_value_from_a_variable_names_the_variable(demo_db: Path) -> None:
     """A value set in the environment, where the command line shows nothing, was reported under the option alone."""
     result = subprocess.run(

@@ -62,8 +62,8 @@ class ApproverSection(BaseModel):
 class TargetSection(BaseModel):
     model_config = _STRICT
 
-    database: str | None = None
-    writer_database: str | None = None
+    database: str | None = Field(default=None, min_length=1)
+    writer_database: str | None = Field(default=None, min_length=1)
     environment: Literal["development", "staging", "production"] = "development"
     policy: PolicySection = PolicySection()
 

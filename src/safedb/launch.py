@@ -125,11 +125,27 @@ def exposure_warning(host: str) -> str | None:
     )
 
 
+def _refuse_serving_the_audit_log(location: str, audit: str | Path) -> None:
+    """ConfigurationError when a target's database is the SQLite audit log: served, its records would be an agent's
+    to read (every statement and justification logged), and the log must stay out of its reach."""
+    if isinstance(audit, str) or "://" in location:
+        return
+    served, log = Path(location), Path(audit)
+    with contextlib.suppress(OSError):
+        if served.resolve() == log.resolve() or (served.exists() and log.exists() and served.samefile(log)):
+            raise ConfigurationError(
+                f"{location} is the audit log: SafeDB does not serve its own audit log as a database, where an agent "
+                "could read every statement and justification logged. Serve another file, or keep the log elsewhere "
+                "(--audit-db)."
+            )
+
+
 def open_databases(settings: Settings) -> dict[str, Database]:
     databases: dict[str, Database] = {}
     try:
         for target in settings.targets:
             location = target.database or str(ensure_demo_database(settings.data_dir))
+            _refuse_serving_the_audit_log(location, settings.audit_location)
             databases[target.name] = open_database(
                 location, settings.limits, writer_url=target.writer_database, readers=settings.readers
             )

@@ -201,7 +201,8 @@ def test_a_postgres_url_that_is_not_utf8_is_an_invalid_option(tmp_path: Path, gi
     arguments, env = (["--audit-db", url], None) if given == "option" else ([], {"SAFEDB_AUDIT_DB": url})
     result = run_audit("verify", *arguments, env=env)
     assert result.returncode == 2, result.stdout + result.stderr
-    assert "Error: Invalid value for '--audit-db': the postgresql:// URL is not UTF-8 text" in result.stderr
+    hint = "'--audit-db'" if given == "option" else "'--audit-db' (from SAFEDB_AUDIT_DB)"
+    assert f"Error: Invalid value for {hint}: the postgresql:// URL is not UTF-8 text" in result.stderr
     assert "Traceback" not in result.stderr
 
 

@@ -86,3 +86,13 @@ def test_tools_with_schemas_of_the_wrong_shape_are_still_listed() -> None:
         Tool(name="plain", input_schema={"type": "object", "properties": {"a": {}}, "required": ["a"]}),
     ]
     assert describe_tools(tools).splitlines() == ["odd_required [a=…]", "listed_properties", "plain a=…"]
+
+
+def test_a_tool_s_wrapped_description_is_shown_whole_to_its_first_paragraph() -> None:
+    """Its first line alone ended mid-sentence: `... A statement that`."""
+    description = "Run one statement. Reads run at once. A statement that\ncould change anything is asked.\n\nMore."
+    tool = Tool(name="run", description=description, input_schema={"type": "object"})
+    assert describe_tools([tool]).splitlines() == [
+        "run",
+        "    Run one statement. Reads run at once. A statement that could change anything is asked.",
+    ]

@@ -403,6 +403,7 @@ def test_demo_against_a_running_server_approving(tmp_path: Path, demo_db: Path) 
     [
         (["call", "ftp://example.com", "x"], "is not an http:// or https:// URL"),
         (["client", "http://127.0.0.1:9/mcp", "--stdio", "x"], "Give exactly one server"),
+        (["call", "--stdio", "x", "http://127.0.0.1:9/mcp", "list_tables"], "Give exactly one server"),
         (["call", "--config", "nope.json", "tool"], "Cannot read config file nope.json"),
         (["call", "list_tables"], "Name the tool to call after the server's URL"),
         (["client", "--answers", "missing.json", "http://127.0.0.1:9/mcp"], "Cannot read answers file"),

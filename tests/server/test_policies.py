@@ -39,6 +39,7 @@ async def test_refused_kind_is_blocked_without_asking(demo_db: Path) -> None:
     result, decisions = await call(demo_db, "DROP TABLE invoices", responder, Target(policy=policy))
     assert result.is_error
     assert "refuses schema change outright" in result.content[0].text
+    assert result.structured_content["status"] == "blocked"  # as the audit log says
     assert responder.asked == []
     assert decisions == [("blocked", "DROP TABLE invoices")]
     assert rows(demo_db, "SELECT count(*) FROM invoices") == [(8,)]

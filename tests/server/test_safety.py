@@ -47,6 +47,7 @@ async def test_deny_list_refuses_without_asking(demo_db: Path, tmp_path: Path, t
         result = await client.call_tool("execute_query", {"query": query})
     assert result.is_error
     assert "not allowed" in result.content[0].text  # type: ignore[union-attr]
+    assert result.structured_content["status"] == "blocked"  # type: ignore[index]  # as the audit log says
     assert responder.asked == []
     assert not outside.exists()
 

@@ -120,7 +120,8 @@ def call(
     Arguments are KEY=VALUE pairs read by the tool's input schema (KEY:=JSON forces JSON), or one JSON
     object. Exits 1 when the tool reports an error or the server answers the call with one.
     """
-    named_elsewhere = stdio_command is not None or config_file is not None
+    # A URL is taken as one even beside --stdio or --config, which `_target` then refuses: not as the tool's name.
+    named_elsewhere = (stdio_command is not None or config_file is not None) and "://" not in words[0]
     url, rest = (None, words) if named_elsewhere else (words[0], words[1:])
     if not rest:
         where = "" if named_elsewhere else " after the server's URL (or give --stdio COMMAND or --config FILE)"

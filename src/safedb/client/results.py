@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import textwrap
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -95,9 +96,10 @@ def describe_tools(tools: Sequence[Tool]) -> str:
         needed = {str(name) for name in required} if isinstance(required, list) else set()
         arguments = " ".join(f"{name}=…" if name in needed else f"[{name}=…]" for name in names)
         lines.append(clean_text(f"{tool.name} {arguments}".rstrip(), multiline=False))
-        summary = (tool.description or tool.title or "").strip().splitlines()
-        if summary:
-            lines.append("    " + clean_text(summary[0], multiline=False))
+        # The first paragraph, whole: descriptions are often wrapped, and their first line ends mid-sentence.
+        paragraph = (tool.description or tool.title or "").strip().split("\n\n")[0]
+        summary = clean_text(" ".join(paragraph.split()), multiline=False)
+        lines.extend(textwrap.wrap(summary, width=100, initial_indent="    ", subsequent_indent="    "))
     return "\n".join(lines)
 
 

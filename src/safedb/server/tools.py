@@ -122,10 +122,10 @@ class SafeDBTools:
             served.deny_list.check(classification)
         except DeniedByPolicy as exc:
             await audit.record(AuditDecision.BLOCKED, error=str(exc))
-            return error_result(str(exc))
+            return error_result(str(exc), status=AuditDecision.BLOCKED)
         if (refusal := served.refused_by_policy(classification)) is not None:
             await audit.record(AuditDecision.BLOCKED, error=refusal)
-            return error_result(refusal)
+            return error_result(refusal, status=AuditDecision.BLOCKED)
         if not served.needs_approval(classification):
             with anyio.CancelScope(shield=True):  # see `_run`
                 await audit.record_unasked(AuditDecision.ACCEPTED, justification=UNASKED_JUSTIFICATION)
