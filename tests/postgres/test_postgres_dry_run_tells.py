@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pytest
 
-from safedb.errors import ChangedSinceQuestion
+from safedb.errors import ChangedSinceQuestion, QueryFailed, RowCountChanged
 from tests.postgres.conftest import PgDatabase
 
 pytestmark = pytest.mark.anyio
@@ -19,7 +19,7 @@ pytestmark = pytest.mark.anyio
 IN_DRY_RUN = "current_setting('statement_timeout') = '5s'"
 
 _FRESH = (
-    "DROP TABLE IF EXISTS log_base, customer, orders, inv, plain CASCADE",
+    "DROP TABLE IF EXISTS log_base, customer, orders, inv, plain, payout CASCADE",
     "DROP VIEW IF EXISTS purge_policy, cleanup_candidates, merge_mode",
     "CREATE TABLE log_base (id integer, msg text)",
     "CREATE TABLE scratch_log () INHERITS (log_base)",
@@ -37,6 +37,7 @@ _FRESH = (
     "CREATE TABLE inv (id integer PRIMARY KEY, qty integer)",
     "INSERT INTO inv SELECT g, g FROM generate_series(1, 5) AS g",
     f"CREATE VIEW merge_mode AS SELECT {IN_DRY_RUN} AS keep",
+    f"CREATE TABLE payout (id integer, amount integer, CONSTRAINT sane CHECK (NOT {IN_DRY_RUN}))",
     "CREATE TABLE plain (id integer PRIMARY KEY, v text)",
     "INSERT INTO plain SELECT g, 'x' FROM generate_series(1, 5) AS g",
 )
@@ -109,3 +110,32 @@ async def test_an_approved_run_on_the_session_of_its_dry_run_counts_only_its_own
     finally:
         await database.aclose()
     assert fresh.rows("SELECT v FROM plain WHERE id = 1") == [("w",)]
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        f"UPDATE plain SET v = 'gone' WHERE id <= 5 / (SELECT CASE WHEN {IN_DRY_RUN} THEN 0 ELSE 1 END)",
+        "INSERT INTO payout SELECT g, 1000000 FROM generate_series(1, 50) AS g",  # its CHECK fails in the dry run only
+        "UPDATE plain SET v = 'gone' RETURNING 1 / (xmin::text = pg_current_xact_id_if_assigned()::text)::int",
+    ],
+    ids=["division-by-zero", "check-constraint", "returning-in-a-savepoint"],
+)
+async def test_a_change_failing_only_in_its_dry_run_may_change_nothing_approved(fresh: PgDatabase, sql: str) -> None:
+    """Its question said the dry run did not finish, and held it to no count: approved, it changed every row."""
+    before = fresh.rows("SELECT count(*) FROM plain WHERE v = 'gone'") + fresh.rows("SELECT count(*) FROM payout")
+    classification, impact = await fresh.asked(sql)
+    assert impact.rows_affected == 0
+    assert "failed (PostgreSQL reported:" in impact.lines[0]
+    with pytest.raises(RowCountChanged):
+        await fresh.run_approved(classification, impact.rows_affected, None, impact.row_changes)
+    after = fresh.rows("SELECT count(*) FROM plain WHERE v = 'gone'") + fresh.rows("SELECT count(*) FROM payout")
+    assert after == before
+
+
+async def test_a_change_failing_in_both_runs_fails_as_before(fresh: PgDatabase) -> None:
+    sql = "UPDATE plain SET v = 'x' WHERE id = 1 / (SELECT count(*) - 5 FROM plain)"  # 1 / 0, not planned away
+    classification, impact = await fresh.asked(sql)
+    assert impact.rows_affected == 0
+    with pytest.raises(QueryFailed, match="division by zero"):
+        await fresh.run_approved(classification, impact.rows_affected, None, impact.row_changes)

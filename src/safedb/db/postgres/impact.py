@@ -520,7 +520,12 @@ async def _data_impact(
         if explained is not None and (reason := _too_much_to_write(explained)):
             return _estimate_only(_plan_rows(explained.plan), verbs, reason)
         counted_before = await row_counts(connection)
-        rows = max(await _dry_run_count(connection, statement), 0)
+        try:
+            rows = max(await _dry_run_count(connection, statement), 0)
+        except psycopg.Error as exc:
+            if (exc.sqlstate or "").startswith(_CIRCUMSTANCES):
+                raise  # the preview says the dry run did not finish, and binds nothing
+            return _failed_dry_run(verbs, server_message(exc))
         row_changes = rows_changed_by_table(counted_before, await row_counts(connection))
     if not statement.counts_changed_rows:
         # `WITH d AS (DELETE ...) SELECT count(*) FROM d`: PostgreSQL counts the rows the SELECT returns;
@@ -534,6 +539,22 @@ async def _data_impact(
         return Impact(lines=(line,))
     line = f"{wording.rows(rows)} would be affected ({verbs}), measured by a dry run that was rolled back."
     return Impact(lines=(line, row_changes_line(row_changes)), rows_affected=rows, row_changes=row_changes)
+
+
+# Errors of the moment rather than of the statement (SQLSTATE classes): a serialization failure or deadlock, too
+# little memory or disk, a lock not available, a time limit or cancel, a lost connection, a system or internal error.
+_CIRCUMSTANCES = ("40", "53", "55", "57", "58", "08", "XX")
+
+
+def _failed_dry_run(verbs: str, reason: str) -> Impact:
+    """A dry run the statement itself made fail (a division by zero, a CHECK): it changed nothing, and an approval holds
+    it to nothing. A statement can tell its dry run from its run (a setting, the time it takes), and failing only in
+    the dry run would otherwise leave no count to hold the approved run to."""
+    line = (
+        f"the dry run ({verbs}) failed (PostgreSQL reported: {reason}) and changed nothing: approved, the statement "
+        "may change no rows either."
+    )
+    return Impact(lines=(line, row_changes_line(())), rows_affected=0, row_changes=())
 
 
 def _too_much_to_write(explained: _Explained) -> str | None:
