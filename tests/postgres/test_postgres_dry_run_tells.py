@@ -19,7 +19,7 @@ pytestmark = pytest.mark.anyio
 IN_DRY_RUN = "current_setting('statement_timeout') = '5s'"
 
 _FRESH = (
-    "DROP TABLE IF EXISTS log_base, customer, orders, inv, plain, payout CASCADE",
+    "DROP TABLE IF EXISTS log_base, customer, orders, inv, plain, payout, tmp_import CASCADE",
     "DROP VIEW IF EXISTS purge_policy, cleanup_candidates, merge_mode",
     "CREATE TABLE log_base (id integer, msg text)",
     "CREATE TABLE scratch_log () INHERITS (log_base)",
@@ -38,6 +38,8 @@ _FRESH = (
     "INSERT INTO inv SELECT g, g FROM generate_series(1, 5) AS g",
     f"CREATE VIEW merge_mode AS SELECT {IN_DRY_RUN} AS keep",
     f"CREATE TABLE payout (id integer, amount integer, CONSTRAINT sane CHECK (NOT {IN_DRY_RUN}))",
+    "CREATE TABLE tmp_import (id integer)",
+    "CREATE VIEW import_v AS SELECT id FROM tmp_import",
     "CREATE TABLE plain (id integer PRIMARY KEY, v text)",
     "INSERT INTO plain SELECT g, 'x' FROM generate_series(1, 5) AS g",
 )
@@ -139,3 +141,18 @@ async def test_a_change_failing_in_both_runs_fails_as_before(fresh: PgDatabase) 
     assert impact.rows_affected == 0
     with pytest.raises(QueryFailed, match="division by zero"):
         await fresh.run_approved(classification, impact.rows_affected, None, impact.row_changes)
+
+
+async def test_a_drop_whose_dry_run_cannot_take_its_lock_may_take_nothing_with_it(fresh: PgDatabase) -> None:
+    """A read that needs no approval, holding the table past the dry run's lock wait, kept the question from listing
+    the view a `DROP ... CASCADE` takes with it, and left the approval unbound: approved, it dropped the view too."""
+    with fresh.server.connect(fresh.name) as reader:
+        reader.execute("BEGIN")
+        reader.execute("SELECT count(*) FROM tmp_import")  # holds ACCESS SHARE until the transaction ends
+        classification, impact = await fresh.asked("DROP TABLE tmp_import CASCADE")
+        reader.execute("COMMIT")
+    assert impact.drops == ()
+    assert "an approval holds it to dropping nothing more than it names" in impact.lines[-1]
+    with pytest.raises(ChangedSinceQuestion, match="import_v"):
+        await fresh.run_approved(classification, impact.rows_affected, impact.drops)
+    assert fresh.rows("SELECT count(*) FROM pg_views WHERE viewname = 'import_v'") == [(1,)]

@@ -663,6 +663,14 @@ async def _drop_lines(
         except psycopg.errors.DependentObjectsStillExist as exc:
             detail = (exc.diag.message_detail or "").replace("\n", "; ")
             return [f"PostgreSQL will refuse this DROP: {server_message(exc)} ({bounded(detail)})."], None
+        except psycopg.Error as exc:
+            # Held to nothing more, not left unbound: a read that needs no approval, holding the table past the dry
+            # run's lock wait, kept a DROP's question from listing what it takes with it.
+            line = (
+                f"the DROP's dry run did not finish (PostgreSQL reported: {server_message(exc)}), so it shows nothing "
+                "the DROP takes with it: an approval holds it to dropping nothing more than it names."
+            )
+            return [line], ()
     return ([f"It also drops: {'; '.join(dropped)}."] if dropped else []), tuple(dropped)
 
 
