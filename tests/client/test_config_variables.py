@@ -249,3 +249,18 @@ def test_a_nul_character_in_a_stdio_entry_is_refused_in_one_line(tmp_path: Path,
     config = write_config(tmp_path / "mcp.json", {"mcpServers": {"a": entry}})
     with pytest.raises(TargetError, match="contain a NUL character"):
         config_target(config, "a")
+
+
+@pytest.mark.parametrize(
+    ("entry", "problem"),
+    [
+        ({"url": "http://127.0.0.1:9/mcp", "type": "stdio"}, "has a 'url' but type 'stdio'"),
+        ({"command": ""}, "'command' is empty"),
+        ({"command": 5}, "'command' must be a string"),
+    ],
+)
+def test_an_entry_at_odds_with_itself_says_how(tmp_path: Path, entry: dict[str, Any], problem: str) -> None:
+    """A url with type stdio was reported as a type not supported, and an empty command as not a string."""
+    config = write_config(tmp_path / "mcp.json", {"mcpServers": {"a": entry}})
+    with pytest.raises(TargetError, match=problem):
+        config_target(config, "a")

@@ -146,6 +146,8 @@ def _entry_target(name: str, entry: Any, substitute: Callable[[str], str]) -> Ta
         raise TargetError(f"Server {name!r} is not a JSON object")
     kind = str(entry.get("type", "")).lower()
     if "url" in entry:
+        if kind == "stdio":
+            raise TargetError(f"Server {name!r} has a 'url' but type 'stdio': a stdio server is given by 'command'")
         if kind and kind not in _HTTP_TYPES:
             raise TargetError(f"Server {name!r} has type {kind!r}; only Streamable HTTP and stdio are supported")
         headers = _string_map(entry.get("headers"), name, "headers", substitute)
@@ -157,7 +159,8 @@ def _entry_target(name: str, entry: Any, substitute: Callable[[str], str]) -> Ta
     if "command" in entry:
         command, args, cwd = entry["command"], entry.get("args", []), entry.get("cwd")
         if not isinstance(command, str) or not command:
-            raise TargetError(f"Server {name!r}: 'command' must be a string (the program; its arguments go in 'args')")
+            what = "is empty" if command == "" else "must be a string"
+            raise TargetError(f"Server {name!r}: 'command' {what} (the program; its arguments go in 'args')")
         if not isinstance(args, list) or not all(isinstance(arg, str) for arg in args):
             raise TargetError(f"Server {name!r}: 'args' must be a list of strings")
         if cwd is not None and not isinstance(cwd, str):
