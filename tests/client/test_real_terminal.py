@@ -6,6 +6,7 @@ checked through a connection of its own afterwards.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import subprocess
@@ -70,14 +71,14 @@ def served(shared_db: Path) -> Iterator[ServerProcess]:
 
 
 @contextmanager
-def client_in_tmux(url: str, prompt: str) -> Iterator[Tmux]:
-    """`safedb client URL` in a real terminal of 200 columns and 50 rows, once it shows its prompt."""
+def client_in_tmux(url: str, prompt: str, *options: str) -> Iterator[Tmux]:
+    """`safedb client URL [options]` in a real terminal of 200 columns and 50 rows, once it shows its prompt."""
     if shutil.which("tmux") is None:
         if os.environ.get("SAFEDB_REQUIRE_ALL") == "1":
             pytest.fail("tmux is required for the terminal tests (SAFEDB_REQUIRE_ALL=1)")
         pytest.skip("tmux is not installed")
     path = f"PYTHONPATH={Path(__file__).resolve().parents[2] / 'src'}"  # this checkout's code, not the installed one
-    terminal = Tmux(["env", "TERM=xterm-256color", path, sys.executable, "-m", "safedb", "client", url])
+    terminal = Tmux(["env", "TERM=xterm-256color", path, sys.executable, "-m", "safedb", "client", url, *options])
     try:
         terminal.wait_for(prompt)
         yield terminal
@@ -178,3 +179,21 @@ def test_a_long_message_is_followed_by_the_servers_name_again(feature_terminal: 
     assert "Server: SafeDB at http://127.0.0.1:8000/mcp" in lines  # the message's own, above it
     terminal.type("d")
     terminal.wait_for("form: decline")
+
+
+def test_a_handshake_era_session_the_server_forgot_is_opened_again(demo_db: Path) -> None:
+    """After the server restarted, every command printed `Session not found` until the client was quit."""
+    with contextlib.ExitStack() as first_server:
+        first = first_server.enter_context(safedb_serve(demo_db))
+        port = first.url.rsplit(":", 1)[1].split("/")[0]
+        with client_in_tmux(first.url, "SafeDB>", "--era", "handshake") as terminal:
+            terminal.type("list_tables")
+            at = terminal.wait_for("invoices")
+            first_server.close()  # stopped; the same port again:
+            with safedb_serve(demo_db, "--port", port) as second:
+                assert second.url == first.url
+                terminal.type("list_tables")
+                at = terminal.wait_for("no longer knows this session", after=at)
+                at = terminal.wait_for("Connected to SafeDB", after=at)
+                terminal.type("list_tables")
+                terminal.wait_for("invoices", after=at)

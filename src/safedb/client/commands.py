@@ -87,12 +87,17 @@ def client(
     chosen = _target(target, stdio_command, config_file, server_name, headers, inputs)
     answerer = _answerer(answers_file, decline_all)
 
-    async def session(connection: Connection) -> bool:
+    reconnected = False
+
+    async def session(connection: Connection) -> bool | _Again:
+        nonlocal reconnected
         runner = CommandRunner(connection, _write)
         if commands:
             return await run_script(runner, commands)
         if sys.stdin.isatty():
-            await interact(runner)
+            if await interact(runner, again=reconnected):  # the server no longer knows the session
+                reconnected = True
+                return _AGAIN
             return True
         return await run_script(runner, sys.stdin.read().splitlines())
 
@@ -270,10 +275,20 @@ def _report_no_terminal(decision: RuleDecision) -> None:
                "Use --answers FILE to answer questions without a terminal.", err=True)  # fmt: skip
 
 
-def _run(target: Target, answerer: Answerer, era: str, work: Callable[[Connection], Awaitable[_T]]) -> _T:
+class _Again:
+    """What a session's work returns to connect again (a new session) and go on."""
+
+
+_AGAIN = _Again()
+
+
+def _run(target: Target, answerer: Answerer, era: str, work: Callable[[Connection], Awaitable[_T | _Again]]) -> _T:
     async def main() -> _T:
-        async with connect(target, answerer, era) as connection:
-            return await work(connection)
+        while True:
+            async with connect(target, answerer, era) as connection:
+                result = await work(connection)
+            if not isinstance(result, _Again):
+                return result
 
     log_to_console()
 

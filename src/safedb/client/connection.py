@@ -111,6 +111,9 @@ class Connection:
         self._completed: dict[str, anyio.Event] = {}
         self.completions: list[str] = []
         """Elicitation ids the server reported complete (URL mode, handshake era)."""
+        self.session_ended = False
+        """The HTTP server answered a request of this session with 404: it no longer knows the session (it restarted,
+        or closed it after a while idle), and a new connection needs a new one (`CommandOutcome.reconnect`)."""
 
     @property
     def client(self) -> Client:
@@ -180,6 +183,10 @@ class Connection:
             raise self._malformed(exc) from None
         finally:
             self._running_tools.remove(name)
+
+    async def note_session_end(self, response: httpx2.Response) -> None:
+        if response.status_code == 404 and response.request.headers.get("mcp-session-id"):
+            self.session_ended = True
 
     def _malformed(self, error: ValidationError) -> MalformedReply:
         server, problem = self.target.describe(), first_problem(error)
@@ -263,7 +270,7 @@ async def connect(target: Target, answerer: Answerer, era: str = "auto") -> Asyn
             http = httpx2.AsyncClient(
                 headers=dict(target.headers),
                 timeout=httpx2.Timeout(30.0, read=STREAM_READ_TIMEOUT),
-                event_hooks={"request": [_bound_session_end]},
+                event_hooks={"request": [_bound_session_end], "response": [connection.note_session_end]},
             )
             await stack.enter_async_context(http)
             transport: Any = streamable_http_client(

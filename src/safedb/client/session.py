@@ -46,6 +46,14 @@ CALL_FAILURES = (MCPError, ValidationError, MalformedReply, RuntimeError, httpx2
 class CommandOutcome:
     ok: bool = True
     quit: bool = False
+    reconnect: bool = False
+    """The server no longer knows the session: the command did not reach it, and a new connection is needed."""
+
+
+_SESSION_ENDED = (
+    "The server no longer knows this session (it restarted, or closed it after a while idle), so the command did not "
+    "reach it and nothing ran. Connecting again: run the command again."
+)
 
 
 class CommandRunner:
@@ -106,6 +114,9 @@ class CommandRunner:
             if words[0] in await self.known_tools():
                 return await self.call(words[0], rest)
         except CALL_FAILURES as exc:
+            if self.connection.session_ended:
+                self.write(_SESSION_ENDED)
+                return CommandOutcome(ok=False, reconnect=True)
             self.write(f"Error: {clean_text(str(exc))}")
             return CommandOutcome(ok=False)
         self.write(f"Unknown command {clean_text(words[0], multiline=False)!r}. Type help for the commands.")
@@ -127,6 +138,9 @@ class CommandRunner:
         except MCPError as exc:
             if connection_lost(exc):
                 raise  # not an answer from the server: it is gone
+            if self.connection.session_ended:
+                self.write(_SESSION_ENDED)
+                return CommandOutcome(ok=False, reconnect=True)
             self.write(visible_json(error_json(exc.error), indent=2) if self._json_output else render_error(exc.error))
             return CommandOutcome(ok=False)
         except RuntimeError as exc:  # e.g. a 2026-07-28 server that asks for input round after round, without end
@@ -147,11 +161,13 @@ async def run_script(runner: CommandRunner, lines: Sequence[str]) -> bool:
     return ok
 
 
-async def interact(runner: CommandRunner) -> None:
-    """The interactive loop: prompt, run, repeat until quit or Ctrl-D."""
+async def interact(runner: CommandRunner, *, again: bool = False) -> bool:
+    """The interactive loop: prompt, run, repeat until quit or Ctrl-D (False), or until the server no longer knows the
+    session (True: connect `again`, and call this with the same runner's history)."""
     server = runner.connection.server
     runner.write(f"Connected to {server.describe()} (protocol {runner.connection.client.protocol_version}).")
-    runner.write("Type help for the commands, quit to leave.")
+    if not again:
+        runner.write("Type help for the commands, quit to leave.")
     tool_names = list(await runner.known_tools())
     completer = WordCompleter(["tools", "call", "history", "help", "quit", *tool_names], sentence=True)
     prompt: PromptSession[str] = PromptSession(history=InMemoryHistory(), completer=completer)
@@ -162,12 +178,14 @@ async def interact(runner: CommandRunner) -> None:
         except KeyboardInterrupt:
             continue
         except EOFError:
-            return
+            return False
         outcome = await _interruptible(runner, line)
         if outcome is None:
             runner.write("Interrupted.")
         elif outcome.quit:
-            return
+            return False
+        elif outcome.reconnect:
+            return True
 
 
 async def _interruptible(runner: CommandRunner, line: str) -> CommandOutcome | None:
