@@ -13,6 +13,7 @@ import pytest
 
 from safedb.launch import exposure_warning
 from safedb.web.passwords import hash_password, verify_password
+from tests.helpers import safedb_serve
 
 ALICE_HASH = hash_password("correct horse", iterations=1000)
 
@@ -130,7 +131,20 @@ def test_port_already_in_use(demo_db: Path) -> None:
         result = run_safedb("serve", "--database", str(demo_db), "--port", str(port))
     assert result.returncode == 1
     assert f"Cannot listen on 127.0.0.1:{port}" in result.stderr
+    assert "give another --port" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_an_ipv6_address_is_announced_in_brackets(demo_db: Path) -> None:
+    """`http://::1:8000/mcp` is no URL: pasted into a client, its port could not be read."""
+    try:
+        with socket.socket(socket.AF_INET6) as probe:
+            probe.bind(("::1", 0))
+    except OSError:
+        pytest.skip("this machine has no IPv6 loopback")
+    with safedb_serve(demo_db, "--host", "::1") as server:
+        assert server.url.startswith("http://[::1]:")
+        assert server.port > 0
 
 
 @pytest.mark.parametrize("args", [["--help"], ["serve", "--help"]])

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import errno
 import ipaddress
 import logging
 import re
@@ -94,7 +95,7 @@ def run(settings: Settings, announce: Callable[[str], None]) -> None:
     except BaseException:
         anyio.run(_close, databases)
         raise
-    where = "over stdio" if listener is None else f"at http://{settings.host}:{listener.getsockname()[1]}/mcp"
+    where = "over stdio" if listener is None else f"at {_endpoint(settings.host, listener.getsockname()[1])}"
     for target in settings.targets:
         announce(f"target {target.safety_mode()}")
         for path in target.policy.allowed_paths:
@@ -155,11 +156,17 @@ def open_databases(settings: Settings) -> dict[str, Database]:
     return databases
 
 
+def _endpoint(host: str, port: int) -> str:
+    """The MCP endpoint's URL, an IPv6 address in brackets (`http://[::1]:8000/mcp`) as a URL needs it."""
+    return f"http://[{host}]:{port}/mcp" if ":" in host and not host.startswith("[") else f"http://{host}:{port}/mcp"
+
+
 def _listen(settings: Settings) -> socket.socket:
     try:
         return app.bind(settings.host, settings.port)
     except OSError as exc:
-        raise ConfigurationError(f"Cannot listen on {settings.host}:{settings.port}: {exc.strerror}") from None
+        hint = " (another program listens there: give another --port)" if exc.errno == errno.EADDRINUSE else ""
+        raise ConfigurationError(f"Cannot listen on {settings.host}:{settings.port}: {exc.strerror}{hint}") from None
 
 
 async def _close(databases: Mapping[str, Database]) -> None:
