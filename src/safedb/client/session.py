@@ -163,7 +163,7 @@ async def run_script(runner: CommandRunner, lines: Sequence[str]) -> bool:
 
 async def interact(runner: CommandRunner, *, again: bool = False) -> bool:
     """The interactive loop: prompt, run, repeat until quit or Ctrl-D (False), or until the server no longer knows the
-    session (True: connect `again`, and call this with the same runner's history)."""
+    session (True: connect again, and call this again on the new connection, `again=True`)."""
     server = runner.connection.server
     runner.write(f"Connected to {server.describe()} (protocol {runner.connection.client.protocol_version}).")
     if not again:

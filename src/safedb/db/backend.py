@@ -58,7 +58,7 @@ class Impact:
     """What a dry run of a DROP showed it takes with it (PostgreSQL's `CASCADE`: `view public.v`...); None when no
     such dry run was made. An approval holds for nothing more (`Database.write`)."""
     row_changes: tuple[str, ...] | None = None
-    """The rows the counted dry run changed in each table, by kind (PostgreSQL: `public.orders: 1,000 deleted`, a
+    """The rows the counted dry run changed in each table, by kind (PostgreSQL: `public.orders: 25 rows deleted`, a
     foreign key's cascade and a partition's rows included); None when not measured. An approval holds for exactly
     these (`Database.write`): a statement that can tell its dry run from its run (by a setting, a lock, the time it
     takes) could otherwise make up the count in other rows, or another table."""
