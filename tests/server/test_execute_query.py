@@ -263,6 +263,8 @@ async def test_arguments_that_do_not_fit_the_schema_are_told_in_plain_words_and_
     text = result.content[0].text  # type: ignore[union-attr]
     takes = "`name` (required), `target` (optional)" if tool == "describe_table" else "`query` (required)"
     assert text.startswith(f"Invalid arguments for {tool}: {problem}. It takes {takes}")
+    assert result.structured_content is not None  # a script reads why: README's `jq -r .structuredContent.status`
+    assert result.structured_content["status"] == "refused"
     assert "pydantic" not in text  # nor its link
     assert "Arguments" not in text  # the model's name
     assert responder.asked == []

@@ -23,6 +23,7 @@ from safedb.audit import AuditStore
 from safedb.db.backend import Database
 from safedb.server.arguments import argument_error
 from safedb.server.elicitation import ApprovalChannel
+from safedb.server.rendering import error_result
 from safedb.server.resumption import WithoutResumption
 from safedb.server.targets import ServedTarget, ServedTargets
 from safedb.server.tools import SafeDBTools
@@ -56,7 +57,8 @@ class SafeDBServer(MCPServer):
             if not isinstance(exc.__cause__, ValidationError):
                 raise
             schema = next((tool.input_schema for tool in await self.list_tools() if tool.name == name), {})
-            raise ToolError(argument_error(name, exc.__cause__, schema)) from exc.__cause__
+            # As the tools' own refusals are: an error with `status`, which a script reads (README).
+            return error_result(argument_error(name, exc.__cause__, schema))
 
 
 def build_server(settings: Settings, databases: Mapping[str, Database], audit: AuditStore) -> MCPServer:
