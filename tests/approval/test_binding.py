@@ -8,6 +8,7 @@ import json
 import pytest
 
 from safedb.approval.binding import ApprovalTicket
+from safedb.db.backend import UNBOUND, Bounds
 from safedb.sql.classification import Classification
 
 
@@ -15,15 +16,25 @@ def classification(statement: str) -> Classification:
     return Classification(statement=statement, changes=())
 
 
-@pytest.mark.parametrize("rows_shown", [None, 0, 3])
-def test_a_ticket_comes_back_as_it_was_issued(rows_shown: int | None) -> None:
-    ticket = ApprovalTicket.issue(classification("DELETE FROM t"), 60, "client", rows_shown)
+@pytest.mark.parametrize(
+    "bounds",
+    [
+        UNBOUND,
+        Bounds(rows=0),
+        Bounds(rows=3, row_changes=("public.t: 3 rows deleted",)),
+        Bounds(drops=()),
+        Bounds(drops=("view public.v", 'table "odd ""name"""')),
+    ],
+)
+def test_a_ticket_comes_back_as_it_was_issued(bounds: Bounds) -> None:
+    ticket = ApprovalTicket.issue(classification("DELETE FROM t"), 60, "client", bounds)
     assert ApprovalTicket.decode(ticket.encode()) == ticket
-    assert json.loads(ticket.encode()).keys() == {"v"} | {field.name for field in dataclasses.fields(ticket)}
+    fields = {field.name for field in dataclasses.fields(ticket)} - {"bounds"}
+    assert json.loads(ticket.encode()).keys() == {"v", "rows_shown", "drops_shown", "row_changes_shown"} | fields
 
 
 def test_a_ticket_covers_its_own_statement_and_client_only() -> None:
-    ticket = ApprovalTicket.issue(classification("DELETE FROM t WHERE id = 1"), 60, "client", 1)
+    ticket = ApprovalTicket.issue(classification("DELETE FROM t WHERE id = 1"), 60, "client", Bounds(rows=1))
     assert ticket.covers(classification("DELETE FROM t WHERE id = 1"), "client")
     assert not ticket.covers(classification("DELETE FROM t"), "client")
     assert not ticket.covers(classification("DELETE FROM t WHERE id = 1"), "another client")

@@ -6,7 +6,7 @@ from __future__ import annotations
 import anyio
 import pytest
 
-from safedb.db.backend import QueryLimits
+from safedb.db.backend import Bounds, QueryLimits
 from safedb.errors import (
     EmptyStatement,
     InvalidStatement,
@@ -138,9 +138,9 @@ async def test_a_write_that_affects_other_than_the_approved_rows_rolls_back(back
     before = backend.query("SELECT id, label, qty FROM items ORDER BY id")
     approved = await database.classify(sql)
     with pytest.raises(RowCountChanged, match="affected 3 rows, but was approved for the 2 rows"):
-        await database.write(approved, approved_rows=2)
+        await database.write(approved, Bounds(rows=2))
     assert backend.query("SELECT id, label, qty FROM items ORDER BY id") == before
-    outcome = await database.write(approved, approved_rows=3)
+    outcome = await database.write(approved, Bounds(rows=3))
     assert outcome.rows_affected == 3
     assert backend.query("SELECT count(*) FROM items WHERE id > 27 AND qty <> 0") == [(0,)]
 

@@ -68,7 +68,7 @@ async def test_code_replaced_under_its_name_while_asking_does_not_run(
     _meanwhile(path, REPLACED[sql])
 
     with pytest.raises(ChangedSinceQuestion, match=r"the code of .* now means"):
-        await served.write(approved, impact.rows_affected)
+        await served.write(approved, impact.bounds)
 
     assert rows(path, UNTOUCHED) == [("100,100", "1,2")]
 
@@ -80,7 +80,7 @@ async def test_code_left_as_it_was_runs(database: tuple[SqliteDatabase, Path], s
     impact = await served.preview(approved)
     _meanwhile(path, "CREATE TABLE unrelated (id INTEGER);")  # the schema changes, the code the statement runs does not
 
-    await served.write(approved, impact.rows_affected)
+    await served.write(approved, impact.bounds)
 
     assert rows(path, UNTOUCHED) in ([("90,100", "1,2")], [("100,100", "2")])
 

@@ -56,7 +56,7 @@ async def test_only_short_statements_are_kept_compiled(database_file: Path) -> N
         for sql in (MEDIUM_DELETE, LONG_DELETE):
             delete = await database.classify(sql)
             preview = await database.preview(delete)
-            outcomes.append(await database.write(delete, preview.rows_affected))
+            outcomes.append(await database.write(delete, preview.bounds))
         kept = kept_statements(database)
     finally:
         await database.aclose()

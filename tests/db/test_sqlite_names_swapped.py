@@ -80,7 +80,7 @@ async def test_a_table_that_took_the_name_while_asking_is_left_alone(
     counts = _meanwhile(path, SWAPPED[case])
 
     with pytest.raises(ChangedSinceQuestion, match="small now means"):
-        await served.write(approved, impact.rows_affected)
+        await served.write(approved, impact.bounds)
 
     assert _meanwhile(path, "") == counts
     assert rows(path, "SELECT count(*) FROM small WHERE id = 1") == [(1,)]
@@ -96,7 +96,7 @@ async def test_a_virtual_table_that_took_the_name_while_asking_is_left_alone(
     _meanwhile(path, NOTES_SWAPPED)
 
     with pytest.raises(ChangedSinceQuestion, match="public_notes now means"):
-        await served.write(approved, impact.rows_affected)
+        await served.write(approved, impact.bounds)
 
     assert rows(path, "SELECT body FROM public_notes ORDER BY rowid") == [("contract",), ("payroll",)]
     assert rows(path, "SELECT body FROM secret_notes") == [("draft",)]
@@ -119,7 +119,7 @@ async def test_tables_left_as_they_were_are_changed(database: tuple[SqliteDataba
     for sql in ("DELETE FROM small WHERE id = 1", "DROP TABLE big", "DELETE FROM public_notes WHERE rowid = 1"):
         approved = await served.classify(sql)
         impact = await served.preview(approved)
-        await served.write(approved, impact.rows_affected)
+        await served.write(approved, impact.bounds)
 
     assert rows(path, "SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE '%notes%' ORDER BY 1") == [
         ("small",),

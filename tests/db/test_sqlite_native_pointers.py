@@ -62,7 +62,7 @@ async def test_a_dry_run_cannot_reach_the_stored_call(database: SqliteDatabase, 
 
     impact = await database.preview(classification)
     with pytest.raises(QueryFailed):
-        await database.write(classification, impact.rows_affected)
+        await database.write(classification, impact.bounds)
 
     assert impact.rows_affected is None
     assert "the dry run did not finish" in impact.lines[0]

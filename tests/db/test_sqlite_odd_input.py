@@ -46,7 +46,7 @@ async def test_a_change_returning_text_that_is_not_utf8_is_measured_and_runs(lat
         change = await database.classify("DELETE FROM items WHERE id = 3 RETURNING name")
         impact = await database.preview(change)
         assert impact.rows_affected == 1, impact.lines
-        outcome = await database.write(change, impact.rows_affected)
+        outcome = await database.write(change, impact.bounds)
         assert outcome.rows_affected == 1
         assert outcome.returned is not None
         assert outcome.returned.rows == (("caf\ufffd",),)

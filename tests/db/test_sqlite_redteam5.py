@@ -302,7 +302,7 @@ async def test_a_shadow_table_written_by_the_statement_itself_is_shown_though_it
         # Counted like any data change (FTS5 keeps 3 rows in docs_data here), and run as approved.
         impact = await database.preview(classification)
         assert impact.rows_affected == (3 if "docs_data" in statement else 2)
-        await database.write(classification, impact.rows_affected)
+        await database.write(classification, impact.bounds)
         # The module's own reads and writes of its shadow tables are still its bookkeeping.
         insert = await database.classify("INSERT INTO docs VALUES ('again')")
         assert {(change.kind, change.target.name) for change in insert.changes} == {(ChangeKind.INSERT, "docs")}

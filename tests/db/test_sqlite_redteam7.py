@@ -82,7 +82,7 @@ async def test_an_approved_change_does_not_keep_every_returned_row(database_file
     try:
         classification = await database.classify(statement)
         impact = await database.preview(classification)
-        outcome, peak = await _with_peak(database.write(classification, impact.rows_affected))
+        outcome, peak = await _with_peak(database.write(classification, impact.bounds))
     finally:
         await database.aclose()
     assert outcome.rows_affected == 300

@@ -74,7 +74,7 @@ async def test_what_a_replace_deletes_is_what_the_preview_warned_of(database: tu
     classification = await served.classify("REPLACE INTO accounts VALUES (1, 'b@example.com')")
     impact = await served.preview(classification)
 
-    await served.write(classification, impact.rows_affected)
+    await served.write(classification, impact.bounds)
 
     assert table(path, "accounts") == [(1, "b@example.com")]
 
@@ -124,6 +124,6 @@ async def test_a_table_redefined_to_replace_while_the_person_decides_stops_the_c
         )
 
     with pytest.raises(QueryFailed, match="may REPLACE conflicting rows"):
-        await served.write(classification, impact.rows_affected)
+        await served.write(classification, impact.bounds)
 
     assert table(path, "accounts") == [(1, "c@example.com"), (2, "b@example.com")]

@@ -35,7 +35,7 @@ async def approve(database: SqliteDatabase, sql: str) -> int | None:
     """Classify, preview and run `sql` as an approved change; the row count the preview showed."""
     classification = await database.classify(sql)
     impact = await database.preview(classification)
-    await database.write(classification, impact.rows_affected)
+    await database.write(classification, impact.bounds)
     return impact.rows_affected
 
 

@@ -66,7 +66,7 @@ async def test_a_check_the_dry_run_failed_on_is_skipped_only_where_the_question_
 
     classification = await served.classify("UPDATE nodes SET label = 'forbidden' WHERE id = 4")
     impact = await served.preview(classification)
-    outcome = await served.write(classification, impact.rows_affected)
+    outcome = await served.write(classification, impact.bounds)
 
     # The question shows what runs: the dry run skipped the check, as the approved run does.
     assert impact.rows_affected == 1, impact.lines
@@ -85,7 +85,7 @@ async def test_an_approved_insert_runs_with_the_foreign_keys_that_were_approved(
 
     assert "FOREIGN KEY constraint failed" in " ".join(impact.lines)
     with pytest.raises(QueryFailed, match="FOREIGN KEY constraint failed"):
-        await served.write(classification, impact.rows_affected)
+        await served.write(classification, impact.bounds)
     assert rows(path, "SELECT count(*) FROM nodes") == [(4,)]
 
 
@@ -101,7 +101,7 @@ async def test_the_rows_the_dry_run_counted_are_the_rows_the_approved_run_delete
 
     # Another connection's lock stops the change on the event loop's writer: it runs on the worker thread's.
     outcome, _ = await watching_the_loop_while_locked(
-        path, ["BEGIN IMMEDIATE"], lambda: served.write(classification, impact.rows_affected)
+        path, ["BEGIN IMMEDIATE"], lambda: served.write(classification, impact.bounds)
     )
 
     assert impact.rows_affected == outcome.rows_affected == 1, impact.lines
@@ -133,7 +133,7 @@ async def test_a_database_attached_on_the_writer_lends_no_table_of_main_to_a_mod
         assert [str(change.target) for change in classification.changes] == ["table owners"]
         impact = await served.preview(classification)
         with pytest.raises(QueryFailed, match="not approved"):
-            await served.write(classification, impact.rows_affected)
+            await served.write(classification, impact.bounds)
 
     assert rows(path, "SELECT count(*) FROM owners") == [(2,)]
     assert rows(path, "SELECT count(*) FROM notes_data") == [(3,)]
@@ -155,7 +155,7 @@ async def test_a_dry_run_stopped_by_the_event_loops_value_limit_is_measured_wher
     impact = await served.preview(classification)
 
     assert impact.rows_affected == 4, impact.lines
-    outcome = await served.write(classification, impact.rows_affected)
+    outcome = await served.write(classification, impact.bounds)
     assert outcome.rows_affected == 4
     assert rows(path, "SELECT count(*) FROM nodes") == [(0,)]
 

@@ -17,7 +17,7 @@ from mcp.client.session import ElicitationFnT
 from mcp.types import CallToolResult, ElicitRequestFormParams, ElicitRequestURLParams, ElicitResult
 
 from safedb.audit import SqliteAuditStore
-from safedb.db.backend import Impact, QueryLimits
+from safedb.db.backend import UNBOUND, Bounds, Impact, QueryLimits
 from safedb.db.postgres import PostgresDatabase
 from safedb.errors import SafeDBError
 from safedb.server.app import build_server
@@ -96,15 +96,13 @@ class PgDatabase:
     async def run_approved(
         self,
         approved: Classification,
-        approved_rows: int | None = None,
-        approved_drops: tuple[str, ...] | None = None,
-        approved_row_changes: tuple[str, ...] | None = None,
+        bounds: Bounds = UNBOUND,
     ) -> None:
         """Run a statement as its approval does (held to what its question showed: the dry run's count and its rows
         changed by table, what a DROP takes with it), on a server's own connections."""
         database = self.open()
         try:
-            await database.write(approved, approved_rows, approved_drops, approved_row_changes)
+            await database.write(approved, bounds)
         finally:
             await database.aclose()
 

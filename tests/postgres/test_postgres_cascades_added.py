@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from safedb.db.backend import Bounds
 from safedb.errors import ChangedSinceQuestion
 from tests.postgres.conftest import ChangesWhileDeciding, PgDatabase
 
@@ -69,7 +70,7 @@ async def test_what_a_drop_would_take_besides_since_the_question_stops_it(fresh:
     before = _relations(fresh)
 
     with pytest.raises(ChangedSinceQuestion, match="unseen"):
-        await fresh.run_approved(shown, impact.rows_affected, impact.drops)
+        await fresh.run_approved(shown, Bounds(rows=impact.rows_affected, drops=impact.drops))
 
     assert impact.drops is not None, impact.lines
     assert not any("unseen" in drop for drop in impact.drops), impact.drops
@@ -82,7 +83,7 @@ async def test_a_drop_takes_what_its_question_showed(fresh: PgDatabase, case: st
     before = set(_relations(fresh))
     shown, impact = await fresh.asked(sql)
 
-    await fresh.run_approved(shown, impact.rows_affected, impact.drops)
+    await fresh.run_approved(shown, Bounds(rows=impact.rows_affected, drops=impact.drops))
 
     assert impact.drops, impact.lines
     assert set(_relations(fresh)) == before - taken
@@ -123,7 +124,7 @@ async def test_a_foreign_key_made_while_asking_does_not_carry_the_change(fresh: 
     fresh.run_as_owner(*_REFERENCING)
 
     with pytest.raises(ChangedSinceQuestion, match="refs"):
-        await fresh.run_approved(shown, impact.rows_affected, impact.drops)
+        await fresh.run_approved(shown, Bounds(rows=impact.rows_affected, drops=impact.drops))
 
     assert not any("refs" in line for line in impact.lines), impact.lines
     assert fresh.rows("SELECT item FROM refs ORDER BY 1") == [(1,), (2,)]
@@ -170,7 +171,7 @@ async def test_a_table_joined_to_the_one_emptied_or_dropped_while_asking_is_left
     fresh.run_as_owner(*joined.split("; "))
 
     with pytest.raises(ChangedSinceQuestion, match="kid"):
-        await fresh.run_approved(shown, impact.rows_affected, impact.drops)
+        await fresh.run_approved(shown, Bounds(rows=impact.rows_affected, drops=impact.drops))
 
     assert not any("kid" in line for line in impact.lines), impact.lines
     assert fresh.rows("SELECT id FROM kid ORDER BY 1") == [(3,), (5,)]

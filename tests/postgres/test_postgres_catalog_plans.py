@@ -10,6 +10,7 @@ import anyio
 import psycopg
 import pytest
 
+from safedb.db.backend import Bounds
 from safedb.db.postgres import catalog
 from safedb.db.postgres.connections import Connection, read_transaction
 from safedb.sql.postgres_classifier import analyze_statement
@@ -148,7 +149,7 @@ async def test_an_approved_change_runs_with_the_sessions_settings_not_the_catalo
         preview = await database.preview(approved)
         assert preview.rows_affected == 1
         # With a count to hold to, the approved run checks the catalog again in its own transaction first.
-        await database.write(approved, preview.rows_affected)
+        await database.write(approved, Bounds(rows=preview.rows_affected))
     finally:
         await database.aclose()
     assert pg.rows("SELECT body FROM notes WHERE id = 7000") == session

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import pytest
 
+from safedb.db.backend import Bounds
 from safedb.errors import ChangedSinceQuestion, QueryFailed, RowCountChanged
 from tests.postgres.conftest import PgDatabase
 
@@ -76,7 +77,7 @@ async def test_an_approved_change_making_up_its_count_elsewhere_is_rolled_back(
     assert impact.row_changes is not None
     assert any("the dry run changed, by table" in line for line in impact.lines)
     with pytest.raises(ChangedSinceQuestion, match="it changed other rows than its dry run"):
-        await fresh.run_approved(classification, impact.rows_affected, None, impact.row_changes)
+        await fresh.run_approved(classification, Bounds(rows=impact.rows_affected, row_changes=impact.row_changes))
     assert fresh.rows(unchanged) == before
 
 
@@ -97,7 +98,7 @@ async def test_the_question_shows_each_table_the_dry_run_changed(fresh: PgDataba
 async def test_an_approved_change_doing_what_its_dry_run_did_runs(fresh: PgDatabase, sql: str) -> None:
     classification, impact = await fresh.asked(sql)
     assert impact.row_changes
-    await fresh.run_approved(classification, impact.rows_affected, None, impact.row_changes)
+    await fresh.run_approved(classification, Bounds(rows=impact.rows_affected, row_changes=impact.row_changes))
 
 
 async def test_an_approved_run_on_the_session_of_its_dry_run_counts_only_its_own_rows(fresh: PgDatabase) -> None:
@@ -108,7 +109,7 @@ async def test_an_approved_run_on_the_session_of_its_dry_run_counts_only_its_own
         classification = await database.classify("UPDATE plain SET v = 'w' WHERE id = 1")
         impact = await database.preview(classification)
         assert impact.row_changes == ("public.plain: 1 row updated",)
-        await database.write(classification, impact.rows_affected, None, impact.row_changes)
+        await database.write(classification, Bounds(rows=impact.rows_affected, row_changes=impact.row_changes))
     finally:
         await database.aclose()
     assert fresh.rows("SELECT v FROM plain WHERE id = 1") == [("w",)]
@@ -130,7 +131,7 @@ async def test_a_change_failing_only_in_its_dry_run_may_change_nothing_approved(
     assert impact.rows_affected == 0
     assert "failed (PostgreSQL reported:" in impact.lines[0]
     with pytest.raises(RowCountChanged):
-        await fresh.run_approved(classification, impact.rows_affected, None, impact.row_changes)
+        await fresh.run_approved(classification, Bounds(rows=impact.rows_affected, row_changes=impact.row_changes))
     after = fresh.rows("SELECT count(*) FROM plain WHERE v = 'gone'") + fresh.rows("SELECT count(*) FROM payout")
     assert after == before
 
@@ -140,7 +141,7 @@ async def test_a_change_failing_in_both_runs_fails_as_before(fresh: PgDatabase) 
     classification, impact = await fresh.asked(sql)
     assert impact.rows_affected == 0
     with pytest.raises(QueryFailed, match="division by zero"):
-        await fresh.run_approved(classification, impact.rows_affected, None, impact.row_changes)
+        await fresh.run_approved(classification, Bounds(rows=impact.rows_affected, row_changes=impact.row_changes))
 
 
 async def test_a_drop_whose_dry_run_cannot_take_its_lock_may_take_nothing_with_it(fresh: PgDatabase) -> None:
@@ -154,5 +155,5 @@ async def test_a_drop_whose_dry_run_cannot_take_its_lock_may_take_nothing_with_i
     assert impact.drops == ()
     assert "an approval holds it to dropping nothing more than it names" in impact.lines[-1]
     with pytest.raises(ChangedSinceQuestion, match="import_v"):
-        await fresh.run_approved(classification, impact.rows_affected, impact.drops)
+        await fresh.run_approved(classification, Bounds(rows=impact.rows_affected, drops=impact.drops))
     assert fresh.rows("SELECT count(*) FROM pg_views WHERE viewname = 'import_v'") == [(1,)]

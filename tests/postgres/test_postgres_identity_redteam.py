@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from safedb.db.backend import Bounds
 from safedb.errors import ChangedSinceQuestion
 from tests.postgres.conftest import ChangesWhileDeciding, PgDatabase
 
@@ -62,7 +63,7 @@ async def test_tables_that_swap_names_while_asking_are_left_alone(fresh: PgDatab
     before = _counts(fresh)
 
     with pytest.raises(ChangedSinceQuestion, match="now means"):
-        await fresh.run_approved(shown, impact.rows_affected, impact.drops)
+        await fresh.run_approved(shown, Bounds(rows=impact.rows_affected, drops=impact.drops))
 
     assert _counts(fresh) == before == {"small": 100, "small_old": 1}
     assert fresh.rows("SELECT count(*) FROM small WHERE id = 1") == [(1,)]
@@ -73,7 +74,7 @@ async def test_a_table_dropped_and_made_again_while_asking_is_another_table(fres
     fresh.run_as_owner("DROP TABLE small", "CREATE TABLE small (id integer)", "INSERT INTO small VALUES (7), (8)")
 
     with pytest.raises(ChangedSinceQuestion, match="now means"):
-        await fresh.run_approved(shown, impact.rows_affected, impact.drops)
+        await fresh.run_approved(shown, Bounds(rows=impact.rows_affected, drops=impact.drops))
 
     assert fresh.rows("SELECT id FROM small ORDER BY 1") == [(7,), (8,)]
 
@@ -85,7 +86,7 @@ async def test_a_sequence_renamed_over_the_one_asked_about_is_not_moved(fresh: P
     )
 
     with pytest.raises(ChangedSinceQuestion, match="now means"):
-        await fresh.run_approved(shown, impact.rows_affected)
+        await fresh.run_approved(shown, Bounds(rows=impact.rows_affected))
 
     assert fresh.rows("SELECT last_value FROM harmless_seq") == [(1000,)]
 
@@ -136,7 +137,7 @@ async def test_a_function_named_like_a_built_in_made_while_asking_does_not_run(f
     fresh.run_as_owner(made)
 
     with pytest.raises(ChangedSinceQuestion, match=f"public.{case}"):
-        await fresh.run_approved(shown, impact.rows_affected)
+        await fresh.run_approved(shown, Bounds(rows=impact.rows_affected))
 
     assert fresh.rows("SELECT count(*) FROM precious") == [(50,)]
 
@@ -158,7 +159,7 @@ async def test_code_replaced_while_asking_does_not_run(fresh: PgDatabase, case: 
     fresh.run_as_owner(replaced)
 
     with pytest.raises(ChangedSinceQuestion, match="definition"):
-        await fresh.run_approved(shown, impact.rows_affected)
+        await fresh.run_approved(shown, Bounds(rows=impact.rows_affected))
 
     assert fresh.rows("SELECT count(*) FROM precious") == [(50,)]
 
@@ -168,7 +169,7 @@ async def test_code_left_as_it_was_runs(fresh: PgDatabase, case: str) -> None:
     sql, _ = REPLACED_MEANWHILE[case]
     shown, impact = await fresh.asked(sql)
 
-    await fresh.run_approved(shown, impact.rows_affected)
+    await fresh.run_approved(shown, Bounds(rows=impact.rows_affected))
 
     # A function's fingerprint is in its call's line; a procedure's in the code the CALL runs.
     assert any("definition " in line for line in (*shown.change_lines, *shown.runs)), shown

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from safedb.db.backend import Bounds
 from safedb.errors import ChangedSinceQuestion
 from tests.postgres.conftest import ChangesWhileDeciding, PgDatabase
 
@@ -54,7 +55,7 @@ async def test_code_called_by_the_code_shown_replaced_while_asking_does_not_run(
     fresh.run_as_owner(REPLACED)
 
     with pytest.raises(ChangedSinceQuestion, match="created, replaced or dropped meanwhile"):
-        await fresh.run_approved(shown, impact.rows_affected)
+        await fresh.run_approved(shown, Bounds(rows=impact.rows_affected))
 
     assert fresh.rows("SELECT count(*) FROM victim") == [(3,)]
 
@@ -64,7 +65,7 @@ async def test_code_left_as_it_was_runs(fresh: PgDatabase, case: str) -> None:
     shown, impact = await fresh.asked(THROUGH[case])
     fresh.run_as_owner("CREATE TABLE IF NOT EXISTS unrelated_table (id integer)")  # no function or procedure
 
-    await fresh.run_approved(shown, impact.rows_affected)
+    await fresh.run_approved(shown, Bounds(rows=impact.rows_affected))
 
     assert shown.code_version is not None
     assert fresh.rows("SELECT count(*) FROM victim") == [(3,)]
@@ -74,7 +75,7 @@ async def test_a_statement_that_runs_no_code_of_the_database_is_not_bound_to_it(
     shown, impact = await fresh.asked("DELETE FROM victim WHERE id = 1")
     fresh.run_as_owner("CREATE FUNCTION unrelated() RETURNS integer LANGUAGE sql AS 'SELECT 1'")
 
-    await fresh.run_approved(shown, impact.rows_affected)
+    await fresh.run_approved(shown, Bounds(rows=impact.rows_affected))
 
     assert shown.code_version is None
     assert fresh.rows("SELECT count(*) FROM victim") == [(2,)]

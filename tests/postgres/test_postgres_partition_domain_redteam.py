@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import pytest
 
+from safedb.db.backend import Bounds
 from safedb.errors import ChangedSinceQuestion, DeniedByPolicy, StatementRefused
 from safedb.sql.classification import ChangeCategory
 from tests.postgres.conftest import PgDatabase
@@ -80,7 +81,7 @@ async def test_a_function_in_them_replaced_while_asking_does_not_run(fresh: PgDa
     )
 
     with pytest.raises(ChangedSinceQuestion):
-        await fresh.run_approved(shown, impact.rows_affected)
+        await fresh.run_approved(shown, Bounds(rows=impact.rows_affected))
 
     assert fresh.rows("SELECT count(*) FROM victim") == [(3,)]
 
@@ -89,7 +90,7 @@ async def test_a_function_in_them_replaced_while_asking_does_not_run(fresh: PgDa
 async def test_left_as_it_was_the_statement_runs(fresh: PgDatabase, case: str) -> None:
     shown, impact = await fresh.asked(RUNS_A_CALL[case].format(call="bound()"))
 
-    await fresh.run_approved(shown, impact.rows_affected)
+    await fresh.run_approved(shown, Bounds(rows=impact.rows_affected))
 
     assert fresh.rows("SELECT count(*) FROM victim") == [(3,)]
 
@@ -125,6 +126,6 @@ async def test_a_partition_detached_concurrently_is_detached_once_approved(fresh
     fresh.run_as_owner("CREATE TABLE listed_2 PARTITION OF listed FOR VALUES IN (2)")
     shown, impact = await fresh.asked("ALTER TABLE listed DETACH PARTITION listed_2 CONCURRENTLY")
 
-    await fresh.run_approved(shown, impact.rows_affected)
+    await fresh.run_approved(shown, Bounds(rows=impact.rows_affected))
 
     assert fresh.rows("SELECT count(*) FROM pg_inherits WHERE inhrelid = 'listed_2'::regclass") == [(0,)]

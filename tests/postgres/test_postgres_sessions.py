@@ -7,6 +7,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from safedb.db.backend import Bounds
 from safedb.errors import DatabaseOpenError
 from tests.conftest_postgres import fresh_database
 from tests.postgres.conftest import PgDatabase
@@ -38,7 +39,7 @@ async def delete_the_first_two_rows_of_t(pg: PgDatabase) -> None:
     try:
         classification = await database.classify("DELETE FROM t WHERE id <= 2")
         impact = await database.preview(classification)
-        await database.write(classification, impact.rows_affected)
+        await database.write(classification, Bounds(rows=impact.rows_affected))
     finally:
         await database.aclose()
 

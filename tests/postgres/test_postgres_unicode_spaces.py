@@ -18,6 +18,7 @@ from __future__ import annotations
 import pytest
 
 from safedb.approval.display import visible_statement
+from safedb.db.backend import Bounds
 from safedb.db.postgres.function_bodies import _schema_names
 from safedb.errors import SafeDBError
 from safedb.sql.postgres_classifier import parse_one
@@ -103,7 +104,7 @@ async def test_the_preview_of_a_change_to_another_table_fires_no_trigger_of_this
 async def test_an_approval_of_a_change_to_another_table_changes_only_that_table(spaced: PgDatabase) -> None:
     shown, impact = await spaced.asked("DELETE FROM ledger\u00a0")
 
-    await spaced.run_approved(shown, impact.rows_affected)
+    await spaced.run_approved(shown, Bounds(rows=impact.rows_affected))
 
     assert spaced.rows('SELECT count(*) FROM "ledger\u00a0"') == [(0,)]
     assert spaced.rows("SELECT count(*) FROM ledger") == [(3,)]

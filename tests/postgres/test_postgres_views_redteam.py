@@ -26,6 +26,7 @@ from typing import Any
 import pytest
 from mcp.types import ElicitRequestFormParams, ElicitRequestURLParams, ElicitResult
 
+from safedb.db.backend import Bounds
 from safedb.errors import ChangedSinceQuestion, QueryFailed
 from safedb.sql.classification import Classification
 from tests.helpers import Responder
@@ -227,7 +228,7 @@ async def test_a_view_changed_while_asking_does_not_run(
 
     # A table replaced by a view is another relation under its name: stopped by that first.
     with pytest.raises(ChangedSinceQuestion, match=r'other_items|swapped" now means'):
-        await fresh.run_approved(shown, impact.rows_affected if counted else None)
+        await fresh.run_approved(shown, Bounds(rows=impact.rows_affected if counted else None))
 
     assert impact.rows_affected is not None, impact.lines
     assert _state(fresh) == before
@@ -276,7 +277,7 @@ async def test_a_view_redefined_to_call_a_function_while_asking_does_not_run(
     before = _state(fresh)
 
     with pytest.raises(ChangedSinceQuestion, match=r"public\.next_stamp"):
-        await fresh.run_approved(shown, impact.rows_affected if counted else None)
+        await fresh.run_approved(shown, Bounds(rows=impact.rows_affected if counted else None))
 
     assert _state(fresh) == before
 
@@ -311,7 +312,7 @@ async def test_an_approved_change_through_an_unchanged_view_runs(fresh: PgDataba
 async def test_an_approved_counted_change_through_a_view_runs(fresh: PgDatabase) -> None:
     shown, impact = await fresh.asked("UPDATE items_checked SET label = 'u' WHERE id <= 2")
 
-    await fresh.run_approved(shown, impact.rows_affected)
+    await fresh.run_approved(shown, Bounds(rows=impact.rows_affected))
 
     assert impact.rows_affected == 2, impact.lines
     assert fresh.rows("SELECT label FROM items ORDER BY id") == [("u",), ("u",), ("c",)]

@@ -9,11 +9,12 @@ import time
 import uuid
 from dataclasses import dataclass
 
+from safedb.db.backend import Bounds
 from safedb.sql.classification import Classification
 
 _VERSION = 4
-"""Tickets of an earlier version (without `rows_shown`, `drops_shown` or `row_changes_shown`) are not ours: their
-question is asked again."""
+"""Tickets of an earlier version (without `rows_shown`, `drops_shown` or `row_changes_shown`, its `bounds`) are not
+ours: their question is asked again."""
 
 
 def digest(text: str) -> str:
@@ -33,12 +34,8 @@ class ApprovalTicket:
     """SHA-256 of the client the question was put to; an answer counts only from the same client."""
     expires: float
     """Unix time after which an answer no longer counts."""
-    rows_shown: int | None
-    """The row count the question showed; an approval holds for that many rows (None: no count shown)."""
-    drops_shown: tuple[str, ...] | None = None
-    """What the question showed a DROP takes with it; an approval holds for nothing more (None: nothing shown)."""
-    row_changes_shown: tuple[str, ...] | None = None
-    """The rows the question's dry run changed in each table; an approval holds for exactly these (None: not shown)."""
+    bounds: Bounds
+    """What the question showed of its impact preview, which an approval holds the statement to."""
 
     @classmethod
     def issue(
@@ -46,9 +43,7 @@ class ApprovalTicket:
         classification: Classification,
         ttl: float,
         caller: str,
-        rows_shown: int | None,
-        drops_shown: tuple[str, ...] | None = None,
-        row_changes_shown: tuple[str, ...] | None = None,
+        bounds: Bounds,
     ) -> ApprovalTicket:
         return cls(
             id=uuid.uuid4().hex,
@@ -56,9 +51,7 @@ class ApprovalTicket:
             changes=changes_digest(classification),
             caller=digest(caller),
             expires=time.time() + ttl,
-            rows_shown=rows_shown,
-            drops_shown=drops_shown,
-            row_changes_shown=row_changes_shown,
+            bounds=bounds,
         )
 
     def covers(self, classification: Classification, caller: str) -> bool:
@@ -82,9 +75,9 @@ class ApprovalTicket:
             "changes": self.changes,
             "caller": self.caller,
             "expires": self.expires,
-            "rows_shown": self.rows_shown,
-            "drops_shown": self.drops_shown,
-            "row_changes_shown": self.row_changes_shown,
+            "rows_shown": self.bounds.rows,
+            "drops_shown": self.bounds.drops,
+            "row_changes_shown": self.bounds.row_changes,
         }
         return json.dumps(fields, separators=(",", ":"))
 
@@ -106,9 +99,11 @@ class ApprovalTicket:
                 changes=str(data["changes"]),
                 caller=str(data["caller"]),
                 expires=float(data["expires"]),
-                rows_shown=None if rows_shown is None else int(rows_shown),
-                drops_shown=None if drops_shown is None else tuple(str(drop) for drop in drops_shown),
-                row_changes_shown=None if row_changes_shown is None else tuple(str(row) for row in row_changes_shown),
+                bounds=Bounds(
+                    rows=None if rows_shown is None else int(rows_shown),
+                    drops=None if drops_shown is None else tuple(str(drop) for drop in drops_shown),
+                    row_changes=None if row_changes_shown is None else tuple(str(row) for row in row_changes_shown),
+                ),
             )
         except (ValueError, KeyError, TypeError, AttributeError):
             return None

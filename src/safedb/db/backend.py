@@ -45,6 +45,23 @@ class WriteOutcome:
     """Rows from a RETURNING clause."""
 
 
+@dataclass(frozen=True, slots=True)
+class Bounds:
+    """What an approval holds a statement to: the measurements of its impact preview that its question showed
+    (`Impact.bounds`). Each is None when it was not measured, and then binds nothing."""
+
+    rows: int | None = None
+    """The rows the statement changes (`Impact.rows_affected`): exactly this many."""
+    drops: tuple[str, ...] | None = None
+    """What a DROP takes with it (`Impact.drops`): nothing more."""
+    row_changes: tuple[str, ...] | None = None
+    """The rows changed in each table, by kind (`Impact.row_changes`): exactly these."""
+
+
+UNBOUND = Bounds()
+"""No measurement to hold a statement to: a change run unasked, or one whose preview measured nothing."""
+
+
 @dataclass(frozen=True)
 class Impact:
     """What an approved statement would do, measured without changing anything."""
@@ -62,6 +79,11 @@ class Impact:
     foreign key's cascade and a partition's rows included); None when not measured. An approval holds for exactly
     these (`Database.write`): a statement that can tell its dry run from its run (by a setting, a lock, the time it
     takes) could otherwise make up the count in other rows, or another table."""
+
+    @property
+    def bounds(self) -> Bounds:
+        """What an approval of the statement, asked with this preview, holds it to."""
+        return Bounds(self.rows_affected, self.drops, self.row_changes)
 
 
 @dataclass(frozen=True)
@@ -115,18 +137,15 @@ class Database(Protocol):
     async def write(
         self,
         approved: Classification,
-        approved_rows: int | None = None,
-        approved_drops: tuple[str, ...] | None = None,
-        approved_row_changes: tuple[str, ...] | None = None,
+        bounds: Bounds = UNBOUND,
     ) -> WriteOutcome:
-        """Run an approved statement in its own transaction; it must still do only what was approved.
+        """Run an approved statement in its own transaction; it must still do only what was approved, and what its
+        question showed (`bounds`).
 
         Raises:
-            RowCountChanged: `approved_rows` is the count the person was shown (`Impact.rows_affected`),
-                and the statement affected another number of rows; it was rolled back.
-            ChangedSinceQuestion: among others, `approved_drops` is what the person was shown a DROP takes with
-                it (`Impact.drops`), and it would take more; or `approved_row_changes` is what the dry run changed
-                in each table (`Impact.row_changes`), and the statement changed other rows; it was rolled back.
+            RowCountChanged: the statement affected another number of rows than `bounds.rows`; it was rolled back.
+            ChangedSinceQuestion: among others, a DROP would take more with it than `bounds.drops`, or the
+                statement changed other rows than `bounds.row_changes`; it was rolled back.
         """
         ...
 

@@ -27,6 +27,7 @@ from pydantic import ValidationError
 
 from safedb.approval.binding import ApprovalTicket
 from safedb.approval.verification import Answer, SafetyVerification
+from safedb.db.backend import UNBOUND, Bounds
 from safedb.sql.classification import Classification
 
 logger = logging.getLogger(__name__)
@@ -54,22 +55,16 @@ class Reply:
     client (a rejection on the approval page keeps the approver's name and justification, for the audit log)."""
     request_id: str
     """Links the question and its answer (the ticket id on 2026-07-28)."""
-    rows_shown: int | None = None
-    """The row count the question showed, which an approval holds for; None when it showed none."""
-    drops_shown: tuple[str, ...] | None = None
-    """What the question showed a DROP takes with it, which an approval holds for (`Impact.drops`)."""
-    row_changes_shown: tuple[str, ...] | None = None
-    """The rows the dry run changed in each table, which an approval holds for (`Impact.row_changes`)."""
+    bounds: Bounds = UNBOUND
+    """What the question showed of its impact preview, which an approval holds the statement to."""
 
 
 @dataclass(frozen=True, slots=True)
 class Prompt:
-    """The question's text, and what it shows that an approval holds for (`Reply.rows_shown`...)."""
+    """The question's text, and what it shows of the impact preview, which an approval holds the statement to."""
 
     text: str
-    rows_shown: int | None = None
-    drops_shown: tuple[str, ...] | None = None
-    row_changes_shown: tuple[str, ...] | None = None
+    bounds: Bounds = UNBOUND
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,12 +145,7 @@ class ApprovalChannel:
         await question.asking(request_id)
         async with progress_while_waiting(ctx, self._keepalive, "Waiting for approval"):
             reply = await self._elicit(ctx, prompt.text, question, request_id)
-        return replace(
-            reply,
-            rows_shown=prompt.rows_shown,
-            drops_shown=prompt.drops_shown,
-            row_changes_shown=prompt.row_changes_shown,
-        )
+        return replace(reply, bounds=prompt.bounds)
 
     async def _elicit(self, ctx: Context[Any, Any], text: str, question: Question, request_id: str) -> Reply:
         try:
@@ -186,21 +176,9 @@ class ApprovalChannel:
             if ticket.expired:
                 return Reply(Answer.TIMEOUT, None, ticket.id)
             reply = _reply(response, question.form, ticket.id)
-            return replace(
-                reply,
-                rows_shown=ticket.rows_shown,
-                drops_shown=ticket.drops_shown,
-                row_changes_shown=ticket.row_changes_shown,
-            )
+            return replace(reply, bounds=ticket.bounds)
         prompt = await question.prompt()
-        ticket = ApprovalTicket.issue(
-            classification,
-            question.timeout,
-            question.caller,
-            prompt.rows_shown,
-            prompt.drops_shown,
-            prompt.row_changes_shown,
-        )
+        ticket = ApprovalTicket.issue(classification, question.timeout, question.caller, prompt.bounds)
         await question.asking(ticket.id)
         request = _elicit_request(prompt.text, question.form)
         return InputRequiredResult(input_requests={APPROVAL_KEY: request}, request_state=ticket.encode())

@@ -15,7 +15,7 @@ from safedb import wording
 from safedb.approval.display import visible_line, visible_statement_soon
 from safedb.approval.verification import Decision, Verdict, decide
 from safedb.audit import UNASKED_JUSTIFICATION, AuditDecision, AuditStore, AuditWriteFailed, decision_for_verdict
-from safedb.db.backend import Impact, TableDescription
+from safedb.db.backend import UNBOUND, Impact, TableDescription
 from safedb.errors import ApprovalReused, DeniedByPolicy, QueryFailed, SafeDBError
 from safedb.server.auditing import CallAudit, describe_caller
 from safedb.server.elicitation import ApprovalChannel, Prompt, Question, Reply, client_can_elicit
@@ -211,12 +211,7 @@ class SafeDBTools:
         would say `accepted` with no outcome.
         """
         try:
-            if approved is None:
-                outcome = await served.database.write(classification)
-            else:
-                outcome = await served.database.write(
-                    classification, approved.rows_shown, approved.drops_shown, approved.row_changes_shown
-                )
+            outcome = await served.database.write(classification, UNBOUND if approved is None else approved.bounds)
         except SafeDBError as exc:
             return await _failure_result(exc, audit)
         result = write_result(classification, outcome, self.text_rows)
@@ -299,7 +294,7 @@ class SafeDBTools:
         if rules.type_target_name:
             closing += f" Type the target name ({served.name}) to confirm."
         lines.append(closing)
-        return Prompt("\n".join(lines), impact.rows_affected, impact.drops, impact.row_changes)
+        return Prompt("\n".join(lines), impact.bounds)
 
 
 async def _failure_result(exc: SafeDBError, audit: CallAudit) -> CallToolResult:

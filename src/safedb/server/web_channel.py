@@ -146,10 +146,7 @@ class WebApprovalChannel:
 
     def _open(self, classification: Classification, question: WebQuestion) -> tuple[ApprovalTicket, WebApproval]:
         """A new question: its ticket, and its approval on the board (under the ticket's id)."""
-        impact = question.impact
-        ticket = ApprovalTicket.issue(
-            classification, question.timeout, question.caller, impact.rows_affected, impact.drops, impact.row_changes
-        )
+        ticket = ApprovalTicket.issue(classification, question.timeout, question.caller, question.impact.bounds)
         approval = self.board.open(
             ticket.id,
             target=question.target,
@@ -186,15 +183,7 @@ def _message(approval: WebApproval) -> str:
 
 def _reply(approval: WebApproval) -> Reply:
     if approval.verdict is BoardVerdict.APPROVED:
-        impact = approval.impact
-        return Reply(
-            Answer.ACCEPT,
-            _decided(approval, True),
-            approval.id,
-            impact.rows_affected,
-            impact.drops,
-            impact.row_changes,
-        )
+        return Reply(Answer.ACCEPT, _decided(approval, True), approval.id, approval.impact.bounds)
     if approval.verdict is BoardVerdict.REJECTED:
         # Declined all the same; the answer is kept so that the audit log says who rejected it, and why.
         return Reply(Answer.DECLINE, _decided(approval, False), approval.id)

@@ -22,7 +22,7 @@ from dataclasses import replace
 import anyio
 import psycopg
 
-from safedb.db.backend import Impact, QueryLimits, ResultSet, TableDescription, TableInfo, WriteOutcome
+from safedb.db.backend import UNBOUND, Bounds, Impact, QueryLimits, ResultSet, TableDescription, TableInfo, WriteOutcome
 from safedb.db.postgres import catalog, function_bodies, views
 from safedb.db.postgres.approved_run import changes_rows, check_data_change_names, check_unchanged
 from safedb.db.postgres.connections import (
@@ -201,9 +201,7 @@ class PostgresDatabase:
     async def write(
         self,
         approved: Classification,
-        approved_rows: int | None = None,
-        approved_drops: tuple[str, ...] | None = None,
-        approved_row_changes: tuple[str, ...] | None = None,
+        bounds: Bounds = UNBOUND,
     ) -> WriteOutcome:
         statement = await self._analyzed(approved.statement)
         seconds = self.limits.statement_timeout
@@ -212,16 +210,16 @@ class PostgresDatabase:
                 # The transaction rolls back when `_run` raises.
                 async with self._pools.writer() as connection, translated_errors(seconds), connection.transaction():
                     await begin_catalog_work(connection, seconds)
-                    await check_unchanged(connection, statement, approved, approved_rows)
-                    counted_before = None if approved_row_changes is None else await row_counts(connection)
+                    await check_unchanged(connection, statement, approved, bounds.rows)
+                    counted_before = None if bounds.row_changes is None else await row_counts(connection)
                     with cascades_reported(connection) as dropped:
-                        if approved_drops is not None:
+                        if bounds.drops is not None:
                             await connection.execute("SET LOCAL client_min_messages = notice")
-                        outcome = await self._run(connection, statement, approved_rows)
-                    if counted_before is not None and approved_row_changes is not None:
-                        await _check_row_changes(connection, counted_before, approved_row_changes)
+                        outcome = await self._run(connection, statement, bounds.rows)
+                    if counted_before is not None and bounds.row_changes is not None:
+                        await _check_row_changes(connection, counted_before, bounds.row_changes)
                     # Objects made since the question that depend on what it drops: dropped unseen; roll back.
-                    if approved_drops is not None and (unseen := [d for d in dropped if d not in approved_drops]):
+                    if bounds.drops is not None and (unseen := [d for d in dropped if d not in bounds.drops]):
                         raise ChangedSinceQuestion(f"it would now also drop {'; '.join(unseen)}")
                     await check_data_change_names(connection, approved)
                     if approved.kinds and set(approved.kinds) <= TABLE_EVENT_KINDS:

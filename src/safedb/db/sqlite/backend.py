@@ -19,6 +19,8 @@ from typing import TypeVar
 import anyio.to_thread
 
 from safedb.db.backend import (
+    UNBOUND,
+    Bounds,
     ColumnInfo,
     Impact,
     QueryLimits,
@@ -342,16 +344,14 @@ class SqliteDatabase:
     async def write(
         self,
         approved: Classification,
-        approved_rows: int | None = None,
-        approved_drops: tuple[str, ...] | None = None,
-        approved_row_changes: tuple[str, ...] | None = None,
+        bounds: Bounds = UNBOUND,
     ) -> WriteOutcome:
-        """See `Database.write`. A DROP in SQLite takes nothing with it, so `approved_drops` binds nothing here; nor
-        does `approved_row_changes`, which a preview of SQLite's never measures (`rows_affected` counts its triggers'
+        """See `Database.write`. A DROP in SQLite takes nothing with it, so `bounds.drops` binds nothing here; nor
+        does `bounds.row_changes`, which a preview of SQLite's never measures (`rows_affected` counts its triggers'
         rows too, and a change may not read the settings its dry run sets otherwise)."""
 
         def run(connection: sqlite3.Connection) -> WriteOutcome:
-            return self._run_approved(connection, approved, approved_rows)
+            return self._run_approved(connection, approved, bounds.rows)
 
         writer = self._writer_for(approved.statement)
         if _sets_connection(approved):
