@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shlex
+import signal
 import socket
 import subprocess
 import sys
@@ -13,6 +15,7 @@ import pytest
 
 from safedb.launch import exposure_warning
 from safedb.web.passwords import hash_password, verify_password
+from tests.client.test_real_terminal import THIS_CHECKOUT, Tmux, require_tmux
 from tests.helpers import safedb_serve
 
 ALICE_HASH = hash_password("correct horse", iterations=1000)
@@ -145,6 +148,59 @@ def test_an_ipv6_address_is_announced_in_brackets(demo_db: Path) -> None:
     with safedb_serve(demo_db, "--host", "::1") as server:
         assert server.url.startswith("http://[::1]:")
         assert server.port > 0
+
+
+def test_sigterm_closes_the_databases_and_the_audit_log(demo_db: Path) -> None:
+    """SIGTERM (a service manager stopping the server) ended it with status 143 before it closed its databases and
+    its audit log. SQLite removes a log's write-ahead file when its last connection closes."""
+    wal = demo_db.parent / "audit.db-wal"
+    with safedb_serve(demo_db) as server:
+        assert wal.exists()
+        server.process.send_signal(signal.SIGTERM)
+        assert server.process.wait(timeout=30) == 0
+    assert not wal.exists()
+    assert "Traceback" not in "".join(server.log)
+
+
+def test_sigterm_ends_a_stdio_server_too(demo_db: Path) -> None:
+    """Over stdio its client still holds standard input open."""
+    wal = demo_db.parent / "audit.db-wal"
+    command = [sys.executable, "-m", "safedb", "serve", "--database", str(demo_db), "--transport", "stdio"]
+    env = {**os.environ, "SAFEDB_AUDIT_DB": str(demo_db.parent / "audit.db")}
+    with subprocess.Popen(
+        command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
+    ) as server:
+        assert server.stderr is not None
+        while "over stdio" not in (line := server.stderr.readline()):
+            assert line, "the server ended before serving"
+        server.send_signal(signal.SIGTERM)
+        try:
+            assert server.wait(timeout=30) == 0
+        finally:
+            server.kill()
+        assert "Traceback" not in server.stderr.read()
+    assert not wal.exists()
+
+
+def test_ctrl_c_stops_a_stdio_server_in_a_terminal(tmp_path: Path, demo_db: Path) -> None:
+    """Over stdio in a terminal, Ctrl-C closed the server's databases and audit log, and then it went on waiting for a
+    line of input."""
+    require_tmux()
+    audit = tmp_path / "audit.db"
+    serve = [sys.executable, "-m", "safedb", "serve", "--database", str(demo_db), "--transport", "stdio"]
+    # The shell outlives the Ctrl-C (its trap is reset to the default in the server) to report how the server ended.
+    serving = shlex.join(["env", THIS_CHECKOUT, f"SAFEDB_AUDIT_DB={audit}", *serve])
+    terminal = Tmux(["sh", "-c", f"trap : INT; {serving}; echo ended with $?; sleep 60"])
+    try:
+        terminal.wait_for("over stdio")
+        terminal.type(json.dumps({"jsonrpc": "2.0", "id": 1, "method": "ping"}))
+        terminal.wait_for('"result":{}')  # serving: reading the next line of input
+        terminal.press("C-c")
+        terminal.wait_for("ended with 0", timeout=15)
+        assert "Traceback" not in terminal.screen()
+    finally:
+        terminal.close()
+    assert not Path(f"{audit}-wal").exists()
 
 
 @pytest.mark.parametrize("args", [["--help"], ["serve", "--help"]])

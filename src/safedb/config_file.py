@@ -15,6 +15,7 @@ from typing import Literal
 from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic_core import ErrorDetails
 
 from safedb.approval.verification import JUSTIFICATION_MAX_CHARS, TARGET_NAME_MAX_CHARS
 from safedb.audit.open import is_postgres_url
@@ -118,11 +119,16 @@ def load_settings(path: Path) -> Settings:
     try:
         config = ConfigFile.model_validate(raw)
     except ValidationError as exc:
-        problems = "; ".join(
-            f"{'.'.join(str(part) for part in error['loc'])}: {error['msg']}" for error in exc.errors()
-        )
+        problems = "; ".join(_problem(error) for error in exc.errors())
         raise ConfigurationError(f"{path}: {problems}") from None
     return _settings(config, path.parent.resolve())
+
+
+def _problem(error: ErrorDetails) -> str:
+    if error["loc"] == ("targets",) and error["type"] in ("missing", "too_short"):
+        # pydantic says "Field required", or that a dictionary needs an item: name what is missing instead.
+        return 'targets: the file names no target to serve; add one, such as [targets.main] with database = "app.db"'
+    return f"{'.'.join(str(part) for part in error['loc'])}: {error['msg']}"
 
 
 def _settings(config: ConfigFile, base: Path) -> Settings:

@@ -5,19 +5,24 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import errno
+import functools
 import ipaddress
 import logging
+import os
 import re
+import signal
 import socket
+import sys
 from collections.abc import Callable, Mapping
 from pathlib import Path
+from types import FrameType
 from typing import Any
 from urllib.parse import urlsplit
 
 import anyio
 
 from safedb import __version__
-from safedb.audit import open_audit_store
+from safedb.audit import AuditStore, open_audit_store
 from safedb.config_file import load_settings
 from safedb.db.backend import Database
 from safedb.db.demo import ensure_demo_database
@@ -95,6 +100,37 @@ def run(settings: Settings, announce: Callable[[str], None]) -> None:
     except BaseException:
         anyio.run(_close, databases)
         raise
+    # Ctrl-C and SIGTERM (a service manager stopping the server) end it alike, once `app.serve` has closed the
+    # databases and the audit log. Python's default action on SIGTERM ends the process before that (uvicorn catches
+    # it, shuts down, and raises it again once done); asyncio's own on SIGINT cancels the server, which over stdio
+    # then waits for a line of input that a terminal may never send.
+    signal.signal(signal.SIGINT, _interrupt)
+    signal.signal(signal.SIGTERM, _interrupt)
+    try:
+        banner = functools.partial(_announce, settings, databases, audit, listener, announce)
+        anyio.run(app.serve, settings, databases, audit, listener, banner)
+    except KeyboardInterrupt:
+        if listener is None:
+            # Everything is closed, but over stdio a worker thread may still wait for a line of standard input (a
+            # terminal sends none), and Python would wait for that thread before it exits.
+            with contextlib.suppress(OSError, ValueError):
+                sys.stdout.flush()
+                sys.stderr.flush()
+            os._exit(0)
+
+
+def _interrupt(signum: int, frame: FrameType | None) -> None:
+    raise KeyboardInterrupt
+
+
+def _announce(
+    settings: Settings,
+    databases: Mapping[str, Database],
+    audit: AuditStore,
+    listener: socket.socket | None,
+    announce: Callable[[str], None],
+) -> None:
+    """The banner: each target's safety mode, warnings, the audit log, and where the server listens."""
     where = "over stdio" if listener is None else f"at {_endpoint(settings.host, listener.getsockname()[1])}"
     for target in settings.targets:
         announce(f"target {target.safety_mode()}")
@@ -106,8 +142,6 @@ def run(settings: Settings, announce: Callable[[str], None]) -> None:
     labels = ", ".join(database.label for database in databases.values())
     announce(f"audit log: {audit.label}")
     announce(f"SafeDB {__version__} serving {labels} {where}")
-    with contextlib.suppress(KeyboardInterrupt):
-        anyio.run(app.serve, settings, databases, audit, listener)
 
 
 def exposure_warning(host: str) -> str | None:

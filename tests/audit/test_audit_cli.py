@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 import subprocess
 import sys
@@ -310,3 +311,30 @@ def test_output_that_cannot_be_written_is_one_line_and_exit_2(audit_path: Path, 
         )  # fmt: skip
     assert result.returncode == 2, result.stderr
     assert result.stderr == "Error: Cannot write the output: No space left on device\n"
+
+
+@pytest.mark.parametrize(
+    ("args", "tampered", "status"),
+    [(["export"], False, 0), (["list"], False, 0), (["list", "--json"], False, 0), (["verify"], False, 0),
+     (["verify"], True, 1)],
+    ids=["export", "list", "list-json", "verify", "verify-tampered"],
+)  # fmt: skip
+def test_a_reader_going_away_ends_quietly_with_the_commands_own_status(
+    audit_path: Path, args: list[str], tampered: bool, status: int
+) -> None:
+    """`safedb audit export | head` exited 1, which the audit commands keep for tampering. The reader here is gone
+    before the first line; `verify`'s verdict stands all the same."""
+    fill(audit_path, 50)
+    if tampered:
+        with tampering(audit_path) as db:
+            db.execute("UPDATE audit_log SET sql = 'SELECT 1' WHERE seq = 7")
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        result = subprocess.run(
+            [sys.executable, "-m", "safedb", "audit", *args, "--audit-db", str(audit_path)],
+            stdout=write_end, stderr=subprocess.PIPE, text=True, timeout=60, check=False,
+        )  # fmt: skip
+    finally:
+        os.close(write_end)
+    assert (result.returncode, result.stderr) == (status, "")

@@ -10,7 +10,6 @@ import json
 import os
 import re
 import shlex
-import shutil
 import subprocess
 import sys
 import threading
@@ -34,7 +33,7 @@ from safedb.client.targets import http_target
 from safedb.client.urls import review_url
 from tests.client.servers import ROOT
 from tests.client.test_commands import ERAS, answers_file
-from tests.client.test_real_terminal import Tmux
+from tests.client.test_real_terminal import Tmux, require_tmux
 from tests.client.test_terminal_form import lines, terminal
 from tests.helpers import serving_process
 
@@ -373,12 +372,6 @@ async def test_a_server_that_never_answers_the_session_end_does_not_keep_the_cli
 # -- Ctrl-C while a call runs, in a real terminal: the call stops, the session goes on ----------------------------
 
 
-class _Terminal(Tmux):
-    def press(self, key: str) -> None:
-        """Press one key, in tmux's names (C-c)."""
-        self._run("send-keys", "-t", "main", key)
-
-
 def _outcomes(url: str) -> str:
     return safedb("call", url, "slow_outcomes").stdout
 
@@ -386,15 +379,12 @@ def _outcomes(url: str) -> str:
 @pytest.mark.slow
 @pytest.mark.parametrize(("era", "seconds"), [("handshake", 30.5), ("2026-07-28", 31.5)])
 def test_ctrl_c_while_a_call_runs_stops_the_call_not_the_session(redteam_url: str, era: str, seconds: float) -> None:
-    if shutil.which("tmux") is None:
-        if os.environ.get("SAFEDB_REQUIRE_ALL") == "1":
-            pytest.fail("tmux is required for the terminal tests (SAFEDB_REQUIRE_ALL=1)")
-        pytest.skip("tmux is not installed")
+    require_tmux()
     path = os.pathsep.join([str(ROOT / "src"), str(ROOT)])
     client = shlex.join(["env", f"PYTHONPATH={path}", sys.executable, "-m", "safedb", "client", "--era", era])
     # The shell outlives the Ctrl-C (its trap is reset to the default in the client) to report how the client ended.
     script = f"trap : INT; {client} {shlex.quote(redteam_url)}; echo EXIT=$?; sleep 60"
-    terminal = _Terminal(["sh", "-c", script])
+    terminal = Tmux(["sh", "-c", script])
     try:
         at = terminal.wait_for("Red Team Server>")
         terminal.type(f"slow seconds={seconds}")

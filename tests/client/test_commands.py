@@ -6,6 +6,7 @@ import json
 import os
 import shlex
 import signal
+import sqlite3
 import subprocess
 import sys
 import time
@@ -355,6 +356,22 @@ def test_demo_after_an_approved_run_says_how_to_start_over(tmp_path: Path) -> No
     assert "no such table" not in again.stdout
 
 
+def test_demo_against_a_server_of_another_database_does_not_blame_an_earlier_run(tmp_path: Path) -> None:
+    """Against a server of another database, the demo said an earlier run of it had dropped its table."""
+    other = tmp_path / "shop.db"
+    with sqlite3.connect(other) as connection:
+        connection.execute("CREATE TABLE orders (id INTEGER PRIMARY KEY)")
+    connection.close()
+    with safedb_serve(other) as server:
+        result = safedb("demo", server.url, "--decline-all")
+    assert result.returncode == 1
+    assert (
+        "The demo's table invoices is not there: the server serves another database, or an earlier run of the demo "
+        "dropped it. Serve the demo database (`safedb serve` without --database;"
+    ) in result.stdout
+    assert "Step 1" not in result.stdout
+
+
 def test_demo_against_a_server_with_several_targets_stops_after_its_first_step(tmp_path: Path, demo_db: Path) -> None:
     """Both steps failed ("Name a target"), and the demo still ended with its moral, as if it had shown it."""
     config = tmp_path / "safedb.toml"
@@ -406,6 +423,8 @@ def test_demo_against_a_running_server_approving(tmp_path: Path, demo_db: Path) 
         (["call", "--stdio", "x", "http://127.0.0.1:9/mcp", "list_tables"], "Give exactly one server"),
         (["call", "--config", "nope.json", "tool"], "Cannot read config file nope.json"),
         (["call", "list_tables"], "Name the tool to call after the server's URL"),
+        (["call", "--stdio", "x", "--server", "a", "tool"], "--server NAME picks one of the servers of a --config"),
+        (["call", "--stdio", "x", "--header", "A: b", "tool"], "--header goes with a server's URL"),
         (["client", "--answers", "missing.json", "http://127.0.0.1:9/mcp"], "Cannot read answers file"),
         (["call", "http://127.0.0.1:9/mcp", "echo"], "Cannot talk to http://127.0.0.1:9/mcp"),
         (["client", "http://[::1/mcp", "-x", "tools"], "is not a valid URL: Invalid IPv6 URL"),

@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import os
 import shlex
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -20,7 +19,7 @@ import pytest
 
 from safedb.client.targets import HttpTarget, StdioTarget, TargetError, config_target
 from tests.client.servers import ROOT
-from tests.client.test_client_redteam import _Terminal
+from tests.client.test_real_terminal import Tmux, require_tmux
 
 TOKEN_INPUT = {"type": "promptString", "id": "token", "description": "API token", "password": True}
 REPORTED = ["PYTHONPATH", "TOKEN", "HOME_SEEN", "BASENAME", "SEPARATED", "UNSET", "UNKNOWN", "NESTED", "SHELL_STYLE"]
@@ -107,16 +106,13 @@ def test_an_input_without_a_terminal_to_ask_in_is_one_clear_line(tmp_path: Path)
 
 @pytest.mark.slow
 def test_an_input_is_asked_in_the_terminal_without_showing_what_is_typed(tmp_path: Path) -> None:
-    if shutil.which("tmux") is None:
-        if os.environ.get("SAFEDB_REQUIRE_ALL") == "1":
-            pytest.fail("tmux is required for the terminal tests (SAFEDB_REQUIRE_ALL=1)")
-        pytest.skip("tmux is not installed")
+    require_tmux()
     config = vscode_config(tmp_path, {"TOKEN": "${input:token}", "AGAIN": "${input:token}"})
     settings = [f"{name}={value}" for name, value in ENVIRONMENT.items()]
     path = os.pathsep.join([str(ROOT / "src"), str(ROOT)])
     command = ["env", f"PYTHONPATH={path}", *settings, sys.executable, "-m", "safedb", "call", "--config", str(config),
                "--server", "a", "process_facts", 'names:=["TOKEN", "AGAIN"]']  # fmt: skip
-    terminal = _Terminal(["sh", "-c", f"cd {shlex.quote(str(ROOT))}; {shlex.join(command)}; echo EXIT=$?; sleep 60"])
+    terminal = Tmux(["sh", "-c", f"cd {shlex.quote(str(ROOT))}; {shlex.join(command)}; echo EXIT=$?; sleep 60"])
     try:
         at = terminal.wait_for("API token: ")
         terminal.type("typed-secret-42")
@@ -255,12 +251,24 @@ def test_a_nul_character_in_a_stdio_entry_is_refused_in_one_line(tmp_path: Path,
     ("entry", "problem"),
     [
         ({"url": "http://127.0.0.1:9/mcp", "type": "stdio"}, "has a 'url' but type 'stdio'"),
+        ({"url": "http://127.0.0.1:9/mcp", "command": "server"}, "has both a 'url' and a 'command'"),
         ({"command": ""}, "'command' is empty"),
         ({"command": 5}, "'command' must be a string"),
     ],
 )
 def test_an_entry_at_odds_with_itself_says_how(tmp_path: Path, entry: dict[str, Any], problem: str) -> None:
-    """A url with type stdio was reported as a type not supported, and an empty command as not a string."""
+    """A url with type stdio was reported as a type not supported, and an empty command as not a string; of a url and
+    a command, the command was silently ignored."""
     config = write_config(tmp_path / "mcp.json", {"mcpServers": {"a": entry}})
     with pytest.raises(TargetError, match=problem):
         config_target(config, "a")
+
+
+def test_a_disabled_server_is_connected_to_with_a_warning(tmp_path: Path) -> None:
+    """Hosts do not start a server marked `"disabled": true`; named, it was connected to without a word."""
+    entry = {"url": "http://127.0.0.1:9/mcp", "disabled": True}
+    config = write_config(tmp_path / "mcp.json", {"mcpServers": {"a": entry}})
+    warnings: list[str] = []
+    target = config_target(config, None, warn=warnings.append)
+    assert target.describe() == "http://127.0.0.1:9/mcp"
+    assert warnings == [f"Server 'a' is marked disabled in {config}; connecting to it all the same, as asked."]

@@ -44,6 +44,10 @@ class Tmux:
         self._run("send-keys", "-t", "main", "-l", text)
         self._run("send-keys", "-t", "main", "Enter")
 
+    def press(self, key: str) -> None:
+        """Press one key, in tmux's names (C-c)."""
+        self._run("send-keys", "-t", "main", key)
+
     def wait_for(self, text: str, *, after: int = 0, timeout: float = 30) -> int:
         """Wait until `text` shows up at or after position `after`; return where it ends."""
         deadline = time.monotonic() + timeout
@@ -70,15 +74,23 @@ def served(shared_db: Path) -> Iterator[ServerProcess]:
         yield server
 
 
-@contextmanager
-def client_in_tmux(url: str, prompt: str, *options: str) -> Iterator[Tmux]:
-    """`safedb client URL [options]` in a real terminal of 200 columns and 50 rows, once it shows its prompt."""
+def require_tmux() -> None:
     if shutil.which("tmux") is None:
         if os.environ.get("SAFEDB_REQUIRE_ALL") == "1":
             pytest.fail("tmux is required for the terminal tests (SAFEDB_REQUIRE_ALL=1)")
         pytest.skip("tmux is not installed")
-    path = f"PYTHONPATH={Path(__file__).resolve().parents[2] / 'src'}"  # this checkout's code, not the installed one
-    terminal = Tmux(["env", "TERM=xterm-256color", path, sys.executable, "-m", "safedb", "client", url, *options])
+
+
+THIS_CHECKOUT = f"PYTHONPATH={Path(__file__).resolve().parents[2] / 'src'}"
+"""For `env`: run this checkout's code, not the installed one."""
+
+
+@contextmanager
+def client_in_tmux(url: str, prompt: str, *options: str) -> Iterator[Tmux]:
+    """`safedb client URL [options]` in a real terminal of 200 columns and 50 rows, once it shows its prompt."""
+    require_tmux()
+    command = [sys.executable, "-m", "safedb", "client", url, *options]
+    terminal = Tmux(["env", "TERM=xterm-256color", THIS_CHECKOUT, *command])
     try:
         terminal.wait_for(prompt)
         yield terminal

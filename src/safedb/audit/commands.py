@@ -171,14 +171,14 @@ def _opened(location: str | Path) -> Iterator[AuditStore]:
 
 @contextmanager
 def _pipe_safe() -> Iterator[None]:
-    """End quietly when the reader of stdout goes away (`safedb audit export | head`); when stdout cannot be
-    written otherwise (a full disk), with one line and exit status 2, never 1, which `verify` keeps for tampering."""
+    """Stop writing quietly when the reader of stdout goes away (`safedb audit export | head`), and let the command
+    end with its own exit status (`verify`'s verdict stands); when stdout cannot be written otherwise (a full disk),
+    end with one line and exit status 2, never 1, which `verify` keeps for tampering."""
     try:
         yield
         sys.stdout.flush()
     except BrokenPipeError:
         abandon_stdout()
-        sys.exit(1)
     except OSError as exc:
         abandon_stdout()
         raise AuditUnavailable(output_failure(exc)) from None

@@ -162,13 +162,18 @@ def demo(url: str | None, data_dir: str | None, era: str, answers_file: Path | N
         _make_demo_database(Path(data_dir))
 
     if url is not None:
-        start_over = "Serve a database that has it (delete demo.db in the server's data directory to make it anew)."
+        no_invoices = (
+            "the server serves another database, or an earlier run of the demo dropped it. Serve the demo database "
+            "(`safedb serve` without --database; delete demo.db in its data directory to make it anew)."
+        )
     else:
         served_from = data_dir or os.environ.get("SAFEDB_DATA_DIR") or default_data_dir()  # as `serve` reads it
-        start_over = f"Delete {Path(served_from) / DEMO_FILE_NAME} to start over."
+        no_invoices = (
+            f"an earlier run of the demo dropped it. Delete {Path(served_from) / DEMO_FILE_NAME} to start over."
+        )
 
     async def scenario(connection: Connection) -> bool:
-        return await run_demo(CommandRunner(connection, _write), _write, start_over)
+        return await run_demo(CommandRunner(connection, _write), _write, no_invoices)
 
     _exit(_run(chosen, answerer, era, scenario))
 
@@ -195,6 +200,13 @@ def _target(
         raise click.UsageError("Give exactly one server: a URL, --stdio COMMAND, or --config FILE --server NAME.")
     if inputs and config_file is None:
         raise click.UsageError("--input gives values to a --config file's ${input:ID} variables.")
+    if server_name is not None and config_file is None:
+        raise click.UsageError("--server NAME picks one of the servers of a --config file.")
+    if headers and url is None:
+        raise click.UsageError(
+            "--header goes with a server's URL (over stdio there are no HTTP requests; a --config file's server "
+            "takes its own 'headers')."
+        )
     try:
         if config_file is not None:
             # Asked on the terminal only: without one, standard input may be the session's commands.

@@ -20,14 +20,15 @@ def demo_server(data_dir: str | None) -> StdioTarget:
     return StdioTarget(sys.executable, tuple(args))
 
 
-async def run_demo(runner: CommandRunner, say: Callable[[str], None], start_over: str) -> bool:
-    """Run the two steps; True when both calls returned without a tool error. `start_over` says how to get the
-    demo database back, for when an earlier run's DROP TABLE was approved."""
+async def run_demo(runner: CommandRunner, say: Callable[[str], None], no_invoices: str) -> bool:
+    """Run the two steps; True when both calls returned without a tool error. `no_invoices` says why the demo's table
+    may be missing (an earlier run's DROP TABLE approved; on a server of the user's, another database) and what to
+    do."""
     server = runner.connection.server
     say(f"SafeDB demo against {server.describe()}\n")
     listed = await runner.connection.call_tool("list_tables", {})
     if not listed.is_error and "invoices" not in _names(listed.structured_content):
-        say(f"The demo's table invoices is not there: an earlier run of the demo dropped it. {start_over}")
+        say(f"The demo's table invoices is not there: {no_invoices}")
         return False
     say(f"Step 1: a read-only query runs at once, without asking.\n  {SAFE_QUERY}\n")
     first = await runner.call("execute_query", [f"query={SAFE_QUERY}"])

@@ -124,6 +124,8 @@ def config_target(
         raise TargetError(f"{path} has no server named {name!r} (it has: {known})")
     shell_style = isinstance(data.get("mcpServers"), Mapping)  # `servers` is VS Code's
     variables = ConfigVariables(path, data.get("inputs"), dict(inputs or {}), ask, warn, shell_style=shell_style)
+    if isinstance(servers[name], Mapping) and servers[name].get("disabled") is True:
+        warn(f"Server {name!r} is marked disabled in {path}; connecting to it all the same, as asked.")
     try:
         return _entry_target(name, servers[name], variables.substitute)
     except ConfigVariableError as exc:
@@ -145,6 +147,11 @@ def _entry_target(name: str, entry: Any, substitute: Callable[[str], str]) -> Ta
     if not isinstance(entry, Mapping):
         raise TargetError(f"Server {name!r} is not a JSON object")
     kind = str(entry.get("type", "")).lower()
+    if "url" in entry and "command" in entry:
+        raise TargetError(
+            f"Server {name!r} has both a 'url' and a 'command': give the URL of an HTTP server or the command of a "
+            "stdio one"
+        )
     if "url" in entry:
         if kind == "stdio":
             raise TargetError(f"Server {name!r} has a 'url' but type 'stdio': a stdio server is given by 'command'")

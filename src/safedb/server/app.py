@@ -6,7 +6,7 @@ import gc
 import inspect
 import logging
 import socket
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import uvicorn
@@ -98,16 +98,22 @@ def build_server(settings: Settings, databases: Mapping[str, Database], audit: A
 
 
 async def serve(
-    settings: Settings, databases: Mapping[str, Database], audit: AuditStore, listener: socket.socket | None
+    settings: Settings,
+    databases: Mapping[str, Database],
+    audit: AuditStore,
+    listener: socket.socket | None,
+    ready: Callable[[], None],
 ) -> None:
-    """Serve until stopped (HTTP on `listener`, or stdio when there is none), then close the databases and
-    the audit log. Everything runs in this one event loop, which owns the databases' connection pools."""
+    """Call `ready` and serve until stopped (HTTP on `listener`, or stdio when there is none), then close the
+    databases and the audit log, whenever it is stopped after `ready`. Everything runs in this one event loop, which
+    owns the databases' connection pools."""
     try:
         server = build_server(settings, databases, audit)
         # What exists now lives as long as the server: keep it out of the garbage collector's full
         # collections, which would otherwise pause the event loop for tens of milliseconds each.
         gc.collect()
         gc.freeze()
+        ready()
         if listener is None:
             await serve_stdio(server)
         else:
