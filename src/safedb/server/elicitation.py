@@ -99,8 +99,12 @@ def progress_while_waiting(ctx: Context[Any, Any], every: float, message: str) -
     waits for a person, if the client asked for progress (a progress token). Without one, nothing: a
     question may wait for a long time, and thousands may wait at once."""
     if (ctx.request_context.meta or {}).get("progress_token") is None:
-        return nullcontext()
+        return _NO_PROGRESS
     return _reporting_progress(ctx, every, message)
+
+
+_NO_PROGRESS: AbstractAsyncContextManager[None] = nullcontext()
+"""Shared by every question that reports no progress (`nullcontext` keeps no state): thousands may wait at once."""
 
 
 @asynccontextmanager

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import logging
 from dataclasses import replace
 from typing import Annotated, Any
@@ -98,7 +99,7 @@ class SafeDBTools:
             served = self.targets.pick(target)
         except UnknownTarget as exc:
             return error_result(str(exc))
-        audit = CallAudit(self.audit, served.name, lambda: describe_caller(ctx), query)
+        audit = CallAudit(self.audit, served.name, functools.partial(describe_caller, ctx), query)
         try:
             return await self._execute(query, ctx, served, audit)
         except AuditWriteFailed as exc:
@@ -187,7 +188,7 @@ class SafeDBTools:
             await audit.record(AuditDecision.REFUSED, error=NEEDS_ELICITATION)
             return error_result(NEEDS_ELICITATION)
         form = Question(
-            prompt=lambda: self._prompt(served, classification),
+            prompt=functools.partial(self._prompt, served, classification),
             asking=audit.asking,
             caller=audit.caller,
             form=served.form,
