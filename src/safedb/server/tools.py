@@ -16,7 +16,7 @@ from safedb import wording
 from safedb.approval.display import visible_line, visible_statement_soon
 from safedb.approval.verification import Decision, Verdict, decide
 from safedb.audit import UNASKED_JUSTIFICATION, AuditDecision, AuditStore, AuditWriteFailed, decision_for_verdict
-from safedb.db.backend import UNBOUND, Impact, TableDescription
+from safedb.db.backend import UNBOUND, Bounds, Impact, TableDescription
 from safedb.errors import ApprovalReused, DeniedByPolicy, QueryFailed, SafeDBError
 from safedb.server.auditing import CallAudit, describe_caller
 from safedb.server.elicitation import ApprovalChannel, Prompt, Question, Reply, client_can_elicit
@@ -99,6 +99,7 @@ class SafeDBTools:
             served = self.targets.pick(target)
         except UnknownTarget as exc:
             return error_result(str(exc))
+        # Partials, not lambdas, here and in `_ask`: fewer objects for each of the thousands of calls that may wait.
         audit = CallAudit(self.audit, served.name, functools.partial(describe_caller, ctx), query)
         try:
             return await self._execute(query, ctx, served, audit)
@@ -158,7 +159,7 @@ class SafeDBTools:
                     raise
                 return _decision_result(decision)  # a late answer: its question is already recorded as timed out
             if decision.approved:
-                result = await self._run(served, classification, audit, reply)
+                result = await self._run(served, classification, audit, reply.bounds)
             else:
                 result = _decision_result(decision)
         return result
@@ -201,10 +202,10 @@ class SafeDBTools:
         served: ServedTarget,
         classification: Classification,
         audit: CallAudit,
-        approved: Reply | None = None,
+        bounds: Bounds = UNBOUND,
     ) -> CallToolResult:
-        """Run an approved statement, held to what its question showed (`approved`; None when none was asked), and
-        record how it ended.
+        """Run an approved statement, held to what its question showed (`bounds`; none when none was asked), and record
+        how it ended.
 
         Callers shield the answer's record and this run from cancellation: a call cancelled once the answer is in
         (the client gave up on it) still records the answer, lets the approved statement end (within the statement
@@ -212,7 +213,7 @@ class SafeDBTools:
         would say `accepted` with no outcome.
         """
         try:
-            outcome = await served.database.write(classification, UNBOUND if approved is None else approved.bounds)
+            outcome = await served.database.write(classification, bounds)
         except SafeDBError as exc:
             return await _failure_result(exc, audit)
         result = write_result(classification, outcome, self.text_rows)

@@ -45,7 +45,7 @@ from safedb.db.postgres.impact import (
     stored_code_calls,
 )
 from safedb.db.postgres.results import fetch_guarded, fetch_row_by_row, run_counted, size_guarded, streamed
-from safedb.db.postgres.row_changes import RowCounts, row_counts, rows_changed_by_table
+from safedb.db.postgres.row_changes import check_row_changes, row_counts
 from safedb.db.postgres.shadowing import begin_catalog_work
 from safedb.errors import ChangedSinceQuestion, QueryFailed, QueryTimeout, RowCountChanged
 from safedb.inline_work import INLINE_STATEMENT_CHARS, LONG_STATEMENT_CHARS
@@ -217,7 +217,7 @@ class PostgresDatabase:
                             await connection.execute("SET LOCAL client_min_messages = notice")
                         outcome = await self._run(connection, statement, bounds.rows)
                     if counted_before is not None and bounds.row_changes is not None:
-                        await _check_row_changes(connection, counted_before, bounds.row_changes)
+                        await check_row_changes(connection, counted_before, bounds.row_changes)
                     # Objects made since the question that depend on what it drops: dropped unseen; roll back.
                     if bounds.drops is not None and (unseen := [d for d in dropped if d not in bounds.drops]):
                         raise ChangedSinceQuestion(f"it would now also drop {'; '.join(unseen)}")
@@ -290,17 +290,6 @@ _NOT_ROLLED_BACK = (
     "PostgreSQL runs this statement outside a transaction block, so there was no rollback: part of its work "
     "may remain (a failed CREATE INDEX CONCURRENTLY leaves an invalid index behind, which DROP INDEX removes)."
 )
-
-
-async def _check_row_changes(connection: Connection, before: RowCounts, approved: tuple[str, ...]) -> None:
-    """Raise ChangedSinceQuestion (the caller rolls back) unless the statement changed, table by table, the rows its
-    dry run did (`row_changes`), counted since `before`."""
-    now = rows_changed_by_table(before, await row_counts(connection))
-    if now != approved:
-        raise ChangedSinceQuestion(
-            f"it changed other rows than its dry run: {'; '.join(now) or 'none'}, where the question showed "
-            f"{'; '.join(approved) or 'none'}"
-        )
 
 
 @contextmanager

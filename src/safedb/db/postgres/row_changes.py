@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from safedb import wording
 from safedb.db.postgres.connections import Connection
+from safedb.errors import ChangedSinceQuestion
 
 _ROWS_CHANGED = """
 SELECT pg_catalog.format('%I.%I', s.schemaname, s.relname), s.n_tup_ins, s.n_tup_upd, s.n_tup_del
@@ -47,3 +48,14 @@ def row_changes_line(changes: tuple[str, ...]) -> str:
     """The question's line: what the dry run changed in each table, which an approval holds for."""
     listed = "; ".join(changes) if changes else "no rows"
     return f"the dry run changed, by table: {listed}. An approval holds for exactly these changes too."
+
+
+async def check_row_changes(connection: Connection, before: RowCounts, approved: tuple[str, ...]) -> None:
+    """Raise ChangedSinceQuestion (the caller rolls back) unless the statement changed, table by table, the rows its
+    dry run did (`row_changes`), counted since `before`."""
+    now = rows_changed_by_table(before, await row_counts(connection))
+    if now != approved:
+        raise ChangedSinceQuestion(
+            f"it changed other rows than its dry run: {'; '.join(now) or 'none'}, where the question showed "
+            f"{'; '.join(approved) or 'none'}"
+        )
